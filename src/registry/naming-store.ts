@@ -1,0 +1,285 @@
+import { EventEmitter } from 'node:events';
+
+/** The namespace every request without `namespaceId` lands in. Nacos 2.x/3.x call it `public`. */
+export const PUBLIC_NAMESPACE = 'public';
+export const DEFAULT_GROUP = 'DEFAULT_GROUP';
+export const DEFAULT_CLUSTER = 'DEFAULT';
+export const GROUP_SEPARATOR = '@@';
+
+/** One registered instance as the embedded registry keeps it. */
+export interface StoredInstance {
+  ip: string;
+  port: number;
+  weight: number;
+  healthy: boolean;
+  enabled: boolean;
+  ephemeral: boolean;
+  clusterName: string;
+  metadata: Record<string, string>;
+  /** Wall-clock ms of the last register or beat; drives ephemeral expiry. */
+  lastBeat: number;
+  /** Beats received since registration (register itself not counted). */
+  beats: number;
+}
+
+/** What a register or update request carries, validated. */
+export type InstanceInput = Omit<StoredInstance, 'lastBeat' | 'beats'>;
+
+/** A service: instances of one `group@@name` in one namespace. */
+export interface StoredService {
+  namespaceId: string;
+  groupName: string;
+  name: string;
+  /** `ephemeral` or `persistent` once the first instance fixed it, as in Nacos 2.x. */
+  kind: 'ephemeral' | 'persistent' | undefined;
+  instances: Map<string, StoredInstance>;
+  /** Ms timestamp of the last change, strictly increasing per service. */
+  lastRefTime: number;
+  /** Ms timestamp since which the service has been empty, for empty-service cleanup. */
+  emptySince: number | undefined;
+}
+
+export interface NamespaceInfo {
+  id: string;
+  name: string;
+  description: string;
+}
+
+/** Expiry timings. Nacos defaults: unhealthy after 15 s without a beat, removed after 30 s. */
+export interface ExpiryOptions {
+  unhealthyAfterMs: number;
+  expireAfterMs: number;
+  /** Empty services disappear from service lists after this long (Nacos cleans them after ~60 s). */
+  emptyServiceTtlMs: number;
+  /** How often the expiry sweep runs. */
+  sweepIntervalMs: number;
+}
+
+export const DEFAULT_EXPIRY: ExpiryOptions = {
+  unhealthyAfterMs: 15_000,
+  expireAfterMs: 30_000,
+  emptyServiceTtlMs: 60_000,
+  sweepIntervalMs: 1_000,
+};
+
+/** A request the store refuses; the HTTP layer turns it into the API's error shape. */
+export class NamingError extends Error {
+  override readonly name = 'NamingError';
+  constructor(
+    readonly code: 'invalid' | 'instance-not-found' | 'service-not-found' | 'namespace-not-found',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface ServiceChange {
+  namespaceId: string;
+  groupedName: string;
+}
+
+/** Normalizes the ways clients name the public namespace (`''`, `public`, absent). */
+export function normalizeNamespace(id: string | undefined): string {
+  return id === undefined || id === '' ? PUBLIC_NAMESPACE : id;
+}
+
+export function groupedName(groupName: string, name: string): string {
+  return `${groupName}${GROUP_SEPARATOR}${name}`;
+}
+
+export function instanceKey(ip: string, port: number, clusterName: string): string {
+  return `${ip}#${port}#${clusterName}`;
+}
+
+/**
+ * The embedded registry's state: namespaces, services and instances, with ephemeral expiry.
+ * Emits `change` ({@link ServiceChange}) after every mutation that a reader could see, which is what
+ * UDP push listens to. No active health checks: instance addresses are never contacted.
+ */
+export class NamingStore extends EventEmitter<{ change: [ServiceChange] }> {
+  private readonly namespaces = new Map<string, Map<string, StoredService>>();
+  private readonly namespaceInfo = new Map<string, NamespaceInfo>();
+  private sweepTimer: NodeJS.Timeout | undefined;
+  readonly expiry: ExpiryOptions;
+
+  constructor(
+    expiry: Partial<ExpiryOptions> = {},
+    private readonly now: () => number = Date.now,
+  ) {
+    super();
+    this.expiry = { ...DEFAULT_EXPIRY, ...expiry };
+    if (this.expiry.expireAfterMs < this.expiry.unhealthyAfterMs) {
+      throw new RangeError('expireAfterMs must not be shorter than unhealthyAfterMs');
+    }
+    this.namespaceInfo.set(PUBLIC_NAMESPACE, { id: PUBLIC_NAMESPACE, name: 'public', description: 'Public Namespace' });
+  }
+
+  /** Starts the periodic expiry sweep. */
+  start(): void {
+    if (this.sweepTimer) return;
+    this.sweepTimer = setInterval(() => this.sweep(), this.expiry.sweepIntervalMs);
+    this.sweepTimer.unref();
+  }
+
+  stop(): void {
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sweepTimer = undefined;
+  }
+
+  createNamespace(info: NamespaceInfo): boolean {
+    if (this.namespaceInfo.has(info.id)) return false;
+    this.namespaceInfo.set(info.id, info);
+    return true;
+  }
+
+  /** Configured namespaces plus every namespace that holds a service, public first. */
+  listNamespaces(): Array<NamespaceInfo & { serviceCount: number }> {
+    const ids = new Set([...this.namespaceInfo.keys(), ...this.namespaces.keys()]);
+    return [...ids]
+      .sort((a, b) => (a === PUBLIC_NAMESPACE ? -1 : b === PUBLIC_NAMESPACE ? 1 : a.localeCompare(b)))
+      .map((id) => ({
+        ...(this.namespaceInfo.get(id) ?? { id, name: id, description: '' }),
+        serviceCount: this.namespaces.get(id)?.size ?? 0,
+      }));
+  }
+
+  getService(namespaceId: string, groupName: string, name: string): StoredService | undefined {
+    return this.namespaces.get(namespaceId)?.get(groupedName(groupName, name));
+  }
+
+  /** Services of a namespace, optionally of one group, sorted by group then name. */
+  listServices(namespaceId: string, groupName?: string): StoredService[] {
+    const services = [...(this.namespaces.get(namespaceId)?.values() ?? [])];
+    return services
+      .filter((s) => groupName === undefined || s.groupName === groupName)
+      .sort((a, b) => a.groupName.localeCompare(b.groupName) || a.name.localeCompare(b.name));
+  }
+
+  /**
+   * Registers or replaces an instance. A service holds either ephemeral or persistent instances,
+   * never both (Nacos 2.x rule); the check runs before anything changes.
+   */
+  register(namespaceId: string, groupName: string, name: string, input: InstanceInput): StoredInstance {
+    const existing = this.getService(namespaceId, groupName, name);
+    const kind = input.ephemeral ? 'ephemeral' : 'persistent';
+    if (existing?.kind && existing.kind !== kind && existing.instances.size > 0) {
+      throw new NamingError(
+        'invalid',
+        `Current service ${groupedName(groupName, name)} is ${existing.kind} service, can't register ${kind} instance.`,
+      );
+    }
+    const service = existing ?? this.createService(namespaceId, groupName, name);
+    service.kind = kind;
+    const key = instanceKey(input.ip, input.port, input.clusterName);
+    const previous = service.instances.get(key);
+    const instance: StoredInstance = { ...input, metadata: { ...input.metadata }, lastBeat: this.now(), beats: 0 };
+    service.instances.set(key, instance);
+    if (!previous || !sameVisibleState(previous, instance)) this.touch(service);
+    return instance;
+  }
+
+  /** Replaces the attributes of an existing instance (Nacos `PUT /instance`). */
+  update(namespaceId: string, groupName: string, name: string, input: InstanceInput): StoredInstance {
+    const service = this.getService(namespaceId, groupName, name);
+    const key = instanceKey(input.ip, input.port, input.clusterName);
+    const previous = service?.instances.get(key);
+    if (!service || !previous) {
+      throw new NamingError('instance-not-found', `instance not exist: ${key} in ${groupedName(groupName, name)}`);
+    }
+    const instance: StoredInstance = { ...input, metadata: { ...input.metadata }, lastBeat: previous.lastBeat, beats: previous.beats };
+    service.instances.set(key, instance);
+    if (!sameVisibleState(previous, instance)) this.touch(service);
+    return instance;
+  }
+
+  /** Removes an instance; answers whether it existed (Nacos answers `ok` either way). */
+  deregister(namespaceId: string, groupName: string, name: string, ip: string, port: number, clusterName: string): boolean {
+    const service = this.getService(namespaceId, groupName, name);
+    if (!service?.instances.delete(instanceKey(ip, port, clusterName))) return false;
+    this.touch(service);
+    return true;
+  }
+
+  /**
+   * Renews an ephemeral instance. Returns false when the instance is unknown (the caller answers
+   * 20404 / 21003, or re-creates it from a full beat body).
+   */
+  beat(namespaceId: string, groupName: string, name: string, ip: string, port: number, clusterName: string): boolean {
+    const service = this.getService(namespaceId, groupName, name);
+    const instance = service?.instances.get(instanceKey(ip, port, clusterName));
+    if (!service || !instance || !instance.ephemeral) return false;
+    instance.lastBeat = this.now();
+    instance.beats += 1;
+    if (!instance.healthy) {
+      instance.healthy = true;
+      this.touch(service);
+    }
+    return true;
+  }
+
+  /** One expiry pass: marks silent ephemeral instances unhealthy, then removes them; drops old empty services. */
+  sweep(): void {
+    const now = this.now();
+    for (const [namespaceId, services] of this.namespaces) {
+      for (const [key, service] of services) {
+        let changed = false;
+        for (const [instanceId, instance] of service.instances) {
+          if (!instance.ephemeral) continue;
+          const silentFor = now - instance.lastBeat;
+          if (silentFor >= this.expiry.expireAfterMs) {
+            service.instances.delete(instanceId);
+            changed = true;
+          } else if (silentFor >= this.expiry.unhealthyAfterMs && instance.healthy) {
+            instance.healthy = false;
+            changed = true;
+          }
+        }
+        if (changed) this.touch(service);
+        if (service.instances.size === 0 && service.emptySince !== undefined && now - service.emptySince >= this.expiry.emptyServiceTtlMs) {
+          services.delete(key);
+        }
+      }
+      if (services.size === 0) this.namespaces.delete(namespaceId);
+    }
+  }
+
+  private createService(namespaceId: string, groupName: string, name: string): StoredService {
+    let services = this.namespaces.get(namespaceId);
+    if (!services) {
+      services = new Map();
+      this.namespaces.set(namespaceId, services);
+    }
+    const service: StoredService = {
+      namespaceId,
+      groupName,
+      name,
+      kind: undefined,
+      instances: new Map(),
+      lastRefTime: this.now(),
+      emptySince: undefined,
+    };
+    services.set(groupedName(groupName, name), service);
+    return service;
+  }
+
+  private touch(service: StoredService): void {
+    service.lastRefTime = Math.max(this.now(), service.lastRefTime + 1);
+    service.emptySince = service.instances.size === 0 ? this.now() : undefined;
+    this.emit('change', { namespaceId: service.namespaceId, groupedName: groupedName(service.groupName, service.name) });
+  }
+}
+
+function sameVisibleState(a: StoredInstance, b: StoredInstance): boolean {
+  return (
+    a.weight === b.weight &&
+    a.healthy === b.healthy &&
+    a.enabled === b.enabled &&
+    a.ephemeral === b.ephemeral &&
+    sameRecord(a.metadata, b.metadata)
+  );
+}
+
+function sameRecord(a: Record<string, string>, b: Record<string, string>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
+}

@@ -1,0 +1,110 @@
+import { fastify, LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { fastifyFormbody } from '@fastify/formbody';
+import type { Logger } from 'pino';
+import { silentLogger } from '../log.js';
+import { RegistryAuth } from './auth.js';
+import type { RegistryContext } from './http/context.js';
+import { registerV1Routes } from './http/v1-routes.js';
+import { registerV3Routes } from './http/v3-routes.js';
+import { NamingStore, type ExpiryOptions, type NamespaceInfo } from './naming-store.js';
+import { UdpPusher, type PushOptions } from './udp-push.js';
+
+/** Settings of an embedded registry; every field has a Nacos-like default. */
+export interface RegistryOptions {
+  /** Address to bind, HTTP and UDP push alike. Default 127.0.0.1. */
+  host?: string;
+  /** HTTP port; 0 picks a free one. Default 8848. */
+  port?: number;
+  /** Ephemeral expiry (defaults: unhealthy after 15 s, removed after 30 s). */
+  expiry?: Partial<ExpiryOptions>;
+  /** The `clientBeatInterval` told to beating clients. Default 5000 ms. */
+  beatIntervalMs?: number;
+  /** The `cacheMillis` told to listing clients (how often they poll). Default 10000 ms. */
+  cacheMillis?: number;
+  /** name -> password; when not empty, every naming call needs a token or credentials. */
+  users?: ReadonlyMap<string, string>;
+  tokenTtlSeconds?: number;
+  /** Namespaces that exist from the start, besides `public`. */
+  namespaces?: NamespaceInfo[];
+  /** Largest accepted request body. Default 1 MiB. */
+  bodyLimitBytes?: number;
+  push?: Partial<PushOptions>;
+  logger?: Logger;
+}
+
+/** A running embedded registry. */
+export interface RunningRegistry {
+  host: string;
+  port: number;
+  /** `host:port`, the form cluster endpoints take. */
+  endpoint: string;
+  /** `http://host:port`. */
+  url: string;
+  store: NamingStore;
+  pusher: UdpPusher;
+  app: FastifyInstance;
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the HTTP app of an embedded registry without listening, for `app.inject()` in tests and
+ * for {@link startRegistry}.
+ */
+export async function buildRegistryApp(ctx: RegistryContext, bodyLimitBytes: number): Promise<FastifyInstance> {
+  const app = fastify({
+    bodyLimit: bodyLimitBytes,
+    logController: new LogController({ disableRequestLogging: true }),
+    loggerInstance: ctx.log as FastifyBaseLogger,
+  });
+  await app.register(fastifyFormbody);
+  registerV1Routes(app, ctx);
+  registerV3Routes(app, ctx);
+  return app;
+}
+
+/**
+ * Starts an embedded Nacos-compatible registry: v1 and v3 naming APIs on one HTTP port, UDP push
+ * from the same host, ephemeral expiry. It never connects to instance addresses.
+ */
+export async function startRegistry(options: RegistryOptions = {}): Promise<RunningRegistry> {
+  const host = options.host ?? '127.0.0.1';
+  const log = (options.logger ?? silentLogger()).child({ component: 'registry' });
+  const store = new NamingStore(options.expiry);
+  for (const ns of options.namespaces ?? []) store.createNamespace(ns);
+  const timings = {
+    beatIntervalMs: options.beatIntervalMs ?? 5_000,
+    unhealthyAfterMs: store.expiry.unhealthyAfterMs,
+    expireAfterMs: store.expiry.expireAfterMs,
+    cacheMillis: options.cacheMillis ?? 10_000,
+  };
+  const pusher = new UdpPusher(store, timings, log, options.push);
+  const auth = new RegistryAuth(options.users ?? new Map(), options.tokenTtlSeconds);
+  const ctx: RegistryContext = { store, pusher, auth, timings, log };
+  const app = await buildRegistryApp(ctx, options.bodyLimitBytes ?? 1024 * 1024);
+  await pusher.start(host);
+  try {
+    await app.listen({ host, port: options.port ?? 8848 });
+  } catch (err) {
+    await pusher.close();
+    throw err;
+  }
+  store.start();
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : (options.port ?? 8848);
+  const endpoint = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  log.info({ endpoint, auth: auth.enabled }, 'embedded registry listening');
+  return {
+    host,
+    port,
+    endpoint,
+    url: `http://${endpoint}`,
+    store,
+    pusher,
+    app,
+    async close() {
+      store.stop();
+      await app.close();
+      await pusher.close();
+    },
+  };
+}

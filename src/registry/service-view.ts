@@ -1,0 +1,119 @@
+import { createHash } from 'node:crypto';
+import { groupedName, instanceKey, type StoredInstance, type StoredService } from './naming-store.js';
+
+/** Timings a host entry reports to clients; they mirror the registry's expiry settings. */
+export interface HostTimings {
+  beatIntervalMs: number;
+  unhealthyAfterMs: number;
+  expireAfterMs: number;
+}
+
+/** An instance in the JSON shape Nacos uses for `hosts` entries and v3 instance lists. */
+export interface HostView {
+  instanceId: string;
+  ip: string;
+  port: number;
+  weight: number;
+  healthy: boolean;
+  enabled: boolean;
+  ephemeral: boolean;
+  clusterName: string;
+  serviceName: string;
+  metadata: Record<string, string>;
+  instanceHeartBeatInterval: number;
+  instanceHeartBeatTimeOut: number;
+  ipDeleteTimeout: number;
+  instanceIdGenerator: string;
+}
+
+/** The ServiceInfo document of `GET /nacos/v1/ns/instance/list` and of UDP `dom` pushes. */
+export interface ServiceInfoView {
+  name: string;
+  groupName: string;
+  clusters: string;
+  cacheMillis: number;
+  hosts: HostView[];
+  lastRefTime: number;
+  checksum: string;
+  allIPs: boolean;
+  reachProtectionThreshold: boolean;
+  valid: boolean;
+}
+
+export interface HostFilter {
+  /** Comma list of cluster names; empty means all clusters. */
+  clusters: string;
+  healthyOnly: boolean;
+  /** Client-facing lists leave disabled instances out, as Nacos does; admin lists keep them. */
+  enabledOnly: boolean;
+}
+
+export function hostView(service: StoredService, instance: StoredInstance, timings: HostTimings): HostView {
+  const grouped = groupedName(service.groupName, service.name);
+  return {
+    instanceId: `${instanceKey(instance.ip, instance.port, instance.clusterName)}#${grouped}`,
+    ip: instance.ip,
+    port: instance.port,
+    weight: instance.weight,
+    healthy: instance.healthy,
+    enabled: instance.enabled,
+    ephemeral: instance.ephemeral,
+    clusterName: instance.clusterName,
+    serviceName: grouped,
+    metadata: { ...instance.metadata },
+    instanceHeartBeatInterval: timings.beatIntervalMs,
+    instanceHeartBeatTimeOut: timings.unhealthyAfterMs,
+    ipDeleteTimeout: timings.expireAfterMs,
+    instanceIdGenerator: 'simple',
+  };
+}
+
+/** Instances of a service that pass a filter, in a stable order (ip, port, cluster). */
+export function selectHosts(service: StoredService | undefined, filter: HostFilter, timings: HostTimings): HostView[] {
+  if (!service) return [];
+  const clusters = filter.clusters
+    .split(',')
+    .map((c) => c.trim())
+    .filter((c) => c !== '');
+  return [...service.instances.values()]
+    .filter((i) => clusters.length === 0 || clusters.includes(i.clusterName))
+    .filter((i) => !filter.healthyOnly || i.healthy)
+    .filter((i) => !filter.enabledOnly || i.enabled)
+    .sort((a, b) => a.ip.localeCompare(b.ip) || a.port - b.port || a.clusterName.localeCompare(b.clusterName))
+    .map((i) => hostView(service, i, timings));
+}
+
+/**
+ * Builds the ServiceInfo a v1 list or a push carries. `lastRefTime` is the service's last change, so
+ * two reads of an unchanged service carry the same value and the same checksum.
+ */
+export function serviceInfoView(
+  service: StoredService | undefined,
+  ref: { groupName: string; name: string },
+  filter: HostFilter,
+  timings: HostTimings & { cacheMillis: number },
+): ServiceInfoView {
+  const hosts = selectHosts(service, filter, timings);
+  return {
+    name: groupedName(ref.groupName, ref.name),
+    groupName: ref.groupName,
+    clusters: filter.clusters,
+    cacheMillis: timings.cacheMillis,
+    hosts,
+    lastRefTime: service?.lastRefTime ?? 0,
+    checksum: checksumOf(hosts),
+    allIPs: false,
+    reachProtectionThreshold: false,
+    valid: true,
+  };
+}
+
+function checksumOf(hosts: HostView[]): string {
+  const hash = createHash('md5');
+  for (const h of hosts) {
+    hash.update(`${h.ip}:${h.port}:${h.clusterName}:${h.weight}:${h.healthy}:${h.enabled}:${h.ephemeral}:`);
+    hash.update(JSON.stringify(Object.entries(h.metadata).sort(([a], [b]) => a.localeCompare(b))));
+    hash.update('\n');
+  }
+  return hash.digest('hex');
+}
