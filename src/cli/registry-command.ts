@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { Logger } from 'pino';
 import { parseUsers } from '../registry/auth.js';
 import type { NamespaceInfo } from '../registry/naming-store.js';
-import { startRegistry, type RegistryOptions, type RunningRegistry } from '../registry/registry-server.js';
+import type { RegistryOptions, RunningRegistry } from '../registry/registry-server.js';
 import { collect, parseDuration, parsePort } from './options.js';
 
 /** Options shared by `regsync registry` and `regsync demo`. */

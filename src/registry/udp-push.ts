@@ -16,6 +16,8 @@ export interface Subscriber {
   clientIP: string;
   agent: string;
   lastRefresh: number;
+  /** List requests seen from this subscriber (its first one included). */
+  refreshes: number;
 }
 
 export interface PushOptions {
@@ -102,14 +104,16 @@ export class UdpPusher {
   }
 
   /** Records (or refreshes) a subscriber of a service; called for every v1 list with `udpPort`. */
-  subscribe(namespaceId: string, groupedName: string, subscriber: Omit<Subscriber, 'lastRefresh'>): void {
+  subscribe(namespaceId: string, groupedName: string, subscriber: Omit<Subscriber, 'lastRefresh' | 'refreshes'>): void {
     const key = serviceKey(namespaceId, groupedName);
     let subs = this.subscribers.get(key);
     if (!subs) {
       subs = new Map();
       this.subscribers.set(key, subs);
     }
-    subs.set(`${subscriber.address}|${subscriber.port}|${subscriber.clusters}`, { ...subscriber, lastRefresh: Date.now() });
+    const id = `${subscriber.address}|${subscriber.port}|${subscriber.clusters}`;
+    const refreshes = (subs.get(id)?.refreshes ?? 0) + 1;
+    subs.set(id, { ...subscriber, lastRefresh: Date.now(), refreshes });
   }
 
   /** Live subscribers of a service. */

@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import { NamingError, NamingStore, type InstanceInput, type ServiceChange } from './naming-store.js';
+
+const instance = (ip: string, extra: Partial<InstanceInput> = {}): InstanceInput => ({
+  ip,
+  port: 80,
+  weight: 1,
+  healthy: true,
+  enabled: true,
+  ephemeral: true,
+  clusterName: 'DEFAULT',
+  metadata: {},
+  ...extra,
+});
+
+function storeWithClock() {
+  let now = 1_000_000;
+  const store = new NamingStore({ unhealthyAfterMs: 15_000, expireAfterMs: 30_000, emptyServiceTtlMs: 60_000 }, () => now);
+  const changes: ServiceChange[] = [];
+  store.on('change', (c) => changes.push(c));
+  return { store, changes, advance: (ms: number) => (now += ms) };
+}
+
+describe('NamingStore', () => {
+  it('marks a silent ephemeral instance unhealthy, then removes it; persistent ones stay', () => {
+    const { store, advance } = storeWithClock();
+    store.register('public', 'G', 'eph', instance('10.0.0.1'));
+    store.register('public', 'G', 'per', instance('10.0.0.2', { ephemeral: false }));
+    advance(14_999);
+    store.sweep();
+    expect(store.getService('public', 'G', 'eph')?.instances.get('10.0.0.1#80#DEFAULT')?.healthy).toBe(true);
+    advance(1);
+    store.sweep();
+    expect(store.getService('public', 'G', 'eph')?.instances.get('10.0.0.1#80#DEFAULT')?.healthy).toBe(false);
+    advance(15_000);
+    store.sweep();
+    expect(store.getService('public', 'G', 'eph')?.instances.size).toBe(0);
+    expect(store.getService('public', 'G', 'per')?.instances.size).toBe(1);
+  });
+
+  it('revives an unhealthy instance on a beat and keeps it while beats come', () => {
+    const { store, advance } = storeWithClock();
+    store.register('public', 'G', 's', instance('10.0.0.1'));
+    advance(20_000);
+    store.sweep();
+    expect(store.beat('public', 'G', 's', '10.0.0.1', 80, 'DEFAULT')).toBe(true);
+    expect(store.getService('public', 'G', 's')?.instances.get('10.0.0.1#80#DEFAULT')).toMatchObject({ healthy: true, beats: 1 });
+    advance(20_000);
+    store.sweep();
+    expect(store.getService('public', 'G', 's')?.instances.size).toBe(1);
+    expect(store.beat('public', 'G', 's', '10.0.0.9', 80, 'DEFAULT')).toBe(false);
+  });
+
+  it('emits a change only when something a reader sees changed', () => {
+    const { store, changes, advance } = storeWithClock();
+    store.register('public', 'G', 's', instance('10.0.0.1', { metadata: { a: '1', b: '2' } }));
+    expect(changes).toHaveLength(1);
+    store.register('public', 'G', 's', instance('10.0.0.1', { metadata: { b: '2', a: '1' } }));
+    store.beat('public', 'G', 's', '10.0.0.1', 80, 'DEFAULT');
+    expect(changes).toHaveLength(1);
+    const before = store.getService('public', 'G', 's')?.lastRefTime ?? 0;
+    store.update('public', 'G', 's', instance('10.0.0.1', { weight: 2 }));
+    expect(changes).toEqual([
+      { namespaceId: 'public', groupedName: 'G@@s' },
+      { namespaceId: 'public', groupedName: 'G@@s' },
+    ]);
+    expect(store.getService('public', 'G', 's')?.lastRefTime).toBeGreaterThan(before);
+    advance(1);
+    expect(store.deregister('public', 'G', 's', '10.0.0.1', 80, 'DEFAULT')).toBe(true);
+    expect(store.deregister('public', 'G', 's', '10.0.0.1', 80, 'DEFAULT')).toBe(false);
+    expect(changes).toHaveLength(3);
+  });
+
+  it('refuses to mix ephemeral and persistent instances in one service, and to update what is missing', () => {
+    const { store } = storeWithClock();
+    store.register('public', 'G', 's', instance('10.0.0.1'));
+    expect(() => store.register('public', 'G', 's', instance('10.0.0.2', { ephemeral: false }))).toThrow(NamingError);
+    expect(store.getService('public', 'G', 's')?.instances.size).toBe(1);
+    expect(() => store.update('public', 'G', 's', instance('10.0.0.3'))).toThrow(/instance not exist/);
+  });
+
+  it('drops a service that stayed empty past the TTL', () => {
+    const { store, advance } = storeWithClock();
+    store.register('dev', 'G', 's', instance('10.0.0.1'));
+    store.deregister('dev', 'G', 's', '10.0.0.1', 80, 'DEFAULT');
+    advance(59_999);
+    store.sweep();
+    expect(store.listServices('dev').map((s) => s.name)).toEqual(['s']);
+    advance(1);
+    store.sweep();
+    expect(store.listServices('dev')).toEqual([]);
+    expect(store.listNamespaces().map((n) => n.id)).toEqual(['public']);
+  });
+
+  it('refuses expiry settings where removal comes before unhealthy', () => {
+    expect(() => new NamingStore({ unhealthyAfterMs: 10, expireAfterMs: 5 })).toThrow(RangeError);
+  });
+});
