@@ -1,0 +1,68 @@
+import type { Logger } from 'pino';
+import type { RegistryAdapter } from '../model/adapter.js';
+import type { ClusterKind, ClusterSpec } from '../model/types.js';
+
+/** Builds the adapter of one cluster. */
+export type AdapterFactory = (spec: ClusterSpec, deps: { logger: Logger }) => RegistryAdapter;
+
+/** A cluster the engine cannot talk to: unknown id or a kind this build has no adapter for. */
+export class ClusterUnavailableError extends Error {
+  override readonly name = 'ClusterUnavailableError';
+  constructor(
+    readonly clusterId: string,
+    readonly code: 'unknown_cluster' | 'unsupported_kind',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * One adapter per cluster, shared by every task that reads or writes it (one connection, one push
+ * socket, one session per cluster). Adapters are created on first use and rebuilt after
+ * {@link invalidate}, which the engine calls when a cluster's settings change.
+ */
+export class AdapterPool {
+  private readonly adapters = new Map<string, Promise<RegistryAdapter>>();
+
+  constructor(
+    private readonly lookup: (clusterId: string) => Promise<ClusterSpec | undefined>,
+    private readonly factories: Partial<Record<ClusterKind, AdapterFactory>>,
+    private readonly logger: Logger,
+  ) {}
+
+  get(clusterId: string): Promise<RegistryAdapter> {
+    let adapter = this.adapters.get(clusterId);
+    if (!adapter) {
+      adapter = this.create(clusterId);
+      this.adapters.set(clusterId, adapter);
+      // A failed creation is not cached: the next use tries again.
+      adapter.catch(() => {
+        if (this.adapters.get(clusterId) === adapter) this.adapters.delete(clusterId);
+      });
+    }
+    return adapter;
+  }
+
+  /** Closes and forgets the adapter of a cluster; the next `get` builds a new one. */
+  async invalidate(clusterId: string): Promise<void> {
+    const adapter = this.adapters.get(clusterId);
+    this.adapters.delete(clusterId);
+    if (adapter) await adapter.then((a) => a.close()).catch(() => {});
+  }
+
+  async closeAll(): Promise<void> {
+    const all = [...this.adapters.keys()];
+    await Promise.all(all.map((id) => this.invalidate(id)));
+  }
+
+  private async create(clusterId: string): Promise<RegistryAdapter> {
+    const spec = await this.lookup(clusterId);
+    if (!spec) throw new ClusterUnavailableError(clusterId, 'unknown_cluster', `cluster ${clusterId} does not exist`);
+    const factory = this.factories[spec.kind];
+    if (!factory) {
+      throw new ClusterUnavailableError(clusterId, 'unsupported_kind', `cluster ${clusterId}: kind ${spec.kind} is not supported by this build`);
+    }
+    return factory(spec, { logger: this.logger.child({ cluster: clusterId }) });
+  }
+}

@@ -1,0 +1,197 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { RegistryAdapter } from '../model/adapter.js';
+import { instanceId, serviceKeyString, type Instance, type ServiceKey } from '../model/types.js';
+
+interface Entry {
+  key: string;
+  owner: string;
+  adapter: RegistryAdapter;
+  service: ServiceKey;
+  instance: Instance;
+  intervalMs: number;
+  /** Absolute tick at which the entry beats next. */
+  dueTick: number;
+  inFlight: boolean;
+}
+
+export interface HeartbeatStats {
+  /** Instances currently kept alive. */
+  entries: number;
+  sent: number;
+  failed: number;
+  /** Instances registered again because the destination had lost them. */
+  reRegistered: number;
+  /** Largest delay of a beat behind its schedule, in ms, since the last `stats()` call. */
+  maxLatenessMs: number;
+}
+
+export interface HeartbeatOptions {
+  /** Resolution of the wheel. Default 100 ms. */
+  tickMs?: number;
+  logger: Logger;
+}
+
+/**
+ * The heartbeat proxy: keeps ephemeral copies alive on registries that need beats (Nacos), for as
+ * long as their owner (a service sync) says so.
+ *
+ * Beats are spread evenly over the interval (each instance gets a fixed phase from a hash of its key)
+ * on a bucketed timer wheel: one timer for the whole process, not one per instance. Beats run apart
+ * from reconciles, so they never wait behind them. A beat answered "unknown" registers the instance
+ * again. Owners replace their whole set at once (`set`) and stop with `clear`.
+ */
+export class HeartbeatScheduler {
+  private readonly tickMs: number;
+  private readonly log: Logger;
+  private readonly entries = new Map<string, Entry>();
+  private readonly byOwner = new Map<string, Set<string>>();
+  private readonly wheel = new Map<number, Set<string>>();
+  private timer: NodeJS.Timeout | undefined;
+  private lastTick: number;
+  private readonly counters = { sent: 0, failed: 0, reRegistered: 0, maxLatenessMs: 0 };
+
+  constructor(options: HeartbeatOptions) {
+    this.tickMs = options.tickMs ?? 100;
+    this.log = options.logger.child({ component: 'heartbeats' });
+    this.lastTick = this.currentTick();
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.lastTick = this.currentTick();
+    this.timer = setInterval(() => this.onTick(), this.tickMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /**
+   * Makes `instances` the complete set `owner` keeps alive on `adapter` for `service`. Instances
+   * that stay keep their schedule; new ones join at their phase; missing ones stop at once.
+   */
+  set(owner: string, adapter: RegistryAdapter, service: ServiceKey, instances: readonly Instance[]): void {
+    if (!adapter.heartbeat) {
+      this.clear(owner);
+      return;
+    }
+    const intervalMs = Math.max(this.tickMs, adapter.heartbeatIntervalMs ?? 5_000);
+    const keep = new Set<string>();
+    for (const instance of instances) {
+      if (!instance.ephemeral) continue;
+      const key = `${owner}\n${adapter.clusterId}\n${serviceKeyString(service)}\n${instanceId(instance)}`;
+      keep.add(key);
+      const existing = this.entries.get(key);
+      if (existing) {
+        existing.instance = instance;
+        existing.adapter = adapter;
+        existing.intervalMs = intervalMs;
+        continue;
+      }
+      const entry: Entry = { key, owner, adapter, service, instance, intervalMs, dueTick: 0, inFlight: false };
+      entry.dueTick = this.firstTick(key, intervalMs);
+      this.entries.set(key, entry);
+      this.schedule(entry);
+    }
+    const previous = this.byOwner.get(owner) ?? new Set();
+    for (const key of previous) if (!keep.has(key)) this.entries.delete(key);
+    if (keep.size > 0) this.byOwner.set(owner, keep);
+    else this.byOwner.delete(owner);
+  }
+
+  /** Stops every beat of `owner` at once. */
+  clear(owner: string): void {
+    for (const key of this.byOwner.get(owner) ?? []) this.entries.delete(key);
+    this.byOwner.delete(owner);
+  }
+
+  /** Stops every beat whose owner starts with `prefix` (all service syncs of a task). */
+  clearPrefix(prefix: string): void {
+    for (const owner of [...this.byOwner.keys()]) if (owner.startsWith(prefix)) this.clear(owner);
+  }
+
+  clearAll(): void {
+    this.entries.clear();
+    this.byOwner.clear();
+    this.wheel.clear();
+  }
+
+  /** Instances `owner` keeps alive. */
+  instancesOf(owner: string): Instance[] {
+    return [...(this.byOwner.get(owner) ?? [])].flatMap((k) => {
+      const e = this.entries.get(k);
+      return e ? [e.instance] : [];
+    });
+  }
+
+  stats(): HeartbeatStats {
+    const s = { entries: this.entries.size, ...this.counters };
+    this.counters.maxLatenessMs = 0;
+    return s;
+  }
+
+  private currentTick(): number {
+    return Math.floor(Date.now() / this.tickMs);
+  }
+
+  /** The next tick at this key's fixed phase within the interval, so beats spread evenly. */
+  private firstTick(key: string, intervalMs: number): number {
+    const ticksPerInterval = Math.max(1, Math.round(intervalMs / this.tickMs));
+    const phase = createHash('sha1').update(key).digest().readUInt32BE(0) % ticksPerInterval;
+    const now = this.currentTick();
+    const base = now - (now % ticksPerInterval) + phase;
+    return base > now ? base : base + ticksPerInterval;
+  }
+
+  private schedule(entry: Entry): void {
+    let bucket = this.wheel.get(entry.dueTick);
+    if (!bucket) {
+      bucket = new Set();
+      this.wheel.set(entry.dueTick, bucket);
+    }
+    bucket.add(entry.key);
+  }
+
+  private onTick(): void {
+    const now = this.currentTick();
+    for (let tick = this.lastTick + 1; tick <= now; tick++) {
+      const bucket = this.wheel.get(tick);
+      if (!bucket) continue;
+      this.wheel.delete(tick);
+      for (const key of bucket) {
+        const entry = this.entries.get(key);
+        if (!entry || entry.dueTick !== tick) continue;
+        this.counters.maxLatenessMs = Math.max(this.counters.maxLatenessMs, (now - tick) * this.tickMs);
+        // The adapter's interval can change (Nacos tells it in every beat answer).
+        entry.intervalMs = Math.max(this.tickMs, entry.adapter.heartbeatIntervalMs ?? entry.intervalMs);
+        entry.dueTick = tick + Math.max(1, Math.round(entry.intervalMs / this.tickMs));
+        this.schedule(entry);
+        void this.beat(entry);
+      }
+    }
+    this.lastTick = now;
+  }
+
+  private async beat(entry: Entry): Promise<void> {
+    if (entry.inFlight || !entry.adapter.heartbeat) return;
+    entry.inFlight = true;
+    try {
+      const result = await entry.adapter.heartbeat(entry.service, entry.instance);
+      this.counters.sent += 1;
+      // The owner may have dropped the instance while the beat was in flight.
+      if (result === 'unknown' && this.entries.get(entry.key) === entry) {
+        await entry.adapter.apply(entry.service, { upsert: [entry.instance], remove: [] });
+        this.counters.reRegistered += 1;
+        this.log.info({ cluster: entry.adapter.clusterId, service: serviceKeyString(entry.service), instance: instanceId(entry.instance) }, 'destination lost a copy; registered it again');
+      }
+    } catch (err) {
+      this.counters.failed += 1;
+      this.log.warn({ err, cluster: entry.adapter.clusterId, service: serviceKeyString(entry.service), instance: instanceId(entry.instance) }, 'heartbeat failed');
+    } finally {
+      entry.inFlight = false;
+    }
+  }
+}

@@ -1,0 +1,236 @@
+import type { Logger } from 'pino';
+import type { RegistryAdapter } from '../model/adapter.js';
+import {
+  MARK_TASK,
+  instanceId,
+  parseServiceSyncKey,
+  serviceKeyString,
+  type ClusterSpec,
+  type Instance,
+  type ServiceKey,
+  type TaskSpec,
+} from '../model/types.js';
+import type { AdapterPool } from './adapter-pool.js';
+import type { HeartbeatScheduler } from './heartbeat-scheduler.js';
+import { diff, transform } from './transform.js';
+
+/** Status of one service sync, as the API shows it. */
+export interface ServiceSyncStatus {
+  service: ServiceKey;
+  sourceInstances: number;
+  destinationInstances: number;
+  lastSyncAt: string | null;
+  lagMs: number | null;
+  lastError: string | null;
+}
+
+/** The store operations the engine uses. */
+export interface EngineStore {
+  getTask(id: string): Promise<TaskSpec | undefined>;
+  getCluster(id: string): Promise<ClusterSpec | undefined>;
+  listTasks(): Promise<TaskSpec[]>;
+  tasksUsingCluster(clusterId: string): Promise<TaskSpec[]>;
+  putServiceStatus(taskId: string, status: ServiceSyncStatus): Promise<void>;
+  listServiceStatus(taskId: string): Promise<ServiceSyncStatus[]>;
+  deleteServiceStatus(taskId: string, service: ServiceKey): Promise<void>;
+  setTaskError(taskId: string, message: string | null): Promise<void>;
+}
+
+/** What one reconcile did. */
+export type ReconcileOutcome =
+  | { kind: 'synced'; upserts: number; removes: number; conflicts: number }
+  | { kind: 'held'; reason: string }
+  | { kind: 'inactive' };
+
+export interface ReconcilerOptions {
+  store: EngineStore;
+  adapters: AdapterPool;
+  heartbeats: HeartbeatScheduler;
+  logger: Logger;
+  /** Is the task active in this process? Checked before beats start, so a paused task never beats. */
+  isActive: (taskId: string) => boolean;
+  /** Asks for another reconcile of `key` after `delayMs` (used to confirm a drop to empty). */
+  requeue: (key: string, delayMs: number) => Promise<void>;
+  /** A drop to zero source instances is applied only when still empty this long after first seen. Default 3 s. */
+  confirmEmptyMs?: number;
+}
+
+/**
+ * Reconciles one service sync: read the source, compute the copies, read what the destination
+ * holds, write the difference, keep the ephemeral copies beating, record the status. Reads fresh
+ * state every time (level-triggered), so a lost or duplicated trigger cannot make it wrong.
+ *
+ * Never makes things worse during an outage: a failed read of either side writes nothing and
+ * deletes nothing (the job fails and is retried), and a source that suddenly lists nothing is
+ * believed only when a second read `confirmEmptyMs` later agrees; meanwhile copies stay and beat.
+ */
+export class Reconciler {
+  private readonly knownSourceCounts = new Map<string, number>();
+  private readonly emptySince = new Map<string, number>();
+  private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
+  private readonly confirmEmptyMs: number;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: ReconcilerOptions) {
+    this.confirmEmptyMs = opts.confirmEmptyMs ?? 3_000;
+    this.log = opts.logger.child({ component: 'reconciler' });
+  }
+
+  /** Seeds the last known source size of a service sync (from stored status after a restart). */
+  rememberSourceCount(key: string, count: number): void {
+    this.knownSourceCounts.set(key, count);
+  }
+
+  /** Runs one reconcile; rejects when a registry could not be read or written (the caller retries). */
+  reconcile(key: string, since: number = Date.now()): Promise<ReconcileOutcome> {
+    const { taskId } = parseServiceSyncKey(key);
+    const run = this.run(key, since);
+    let set = this.inFlight.get(taskId);
+    if (!set) {
+      set = new Set();
+      this.inFlight.set(taskId, set);
+    }
+    set.add(run);
+    const done = () => {
+      set.delete(run);
+      if (set.size === 0 && this.inFlight.get(taskId) === set) this.inFlight.delete(taskId);
+    };
+    run.then(done, done);
+    return run;
+  }
+
+  /** Resolves once no reconcile of the task runs in this process. */
+  async drain(taskId: string): Promise<void> {
+    for (;;) {
+      const set = this.inFlight.get(taskId);
+      if (!set || set.size === 0) return;
+      await Promise.allSettled([...set]);
+    }
+  }
+
+  /** Forgets per-service memory of a task (after it was removed). */
+  forget(taskPrefix: string): void {
+    for (const key of [...this.knownSourceCounts.keys()]) if (key.startsWith(taskPrefix)) this.knownSourceCounts.delete(key);
+    for (const key of [...this.emptySince.keys()]) if (key.startsWith(taskPrefix)) this.emptySince.delete(key);
+  }
+
+  /**
+   * Removes every copy the task wrote into one destination service and stops their beats; used when
+   * a task is deleted.
+   */
+  async removeCopies(task: TaskSpec, service: ServiceKey, key: string): Promise<number> {
+    this.opts.heartbeats.clear(key);
+    const destination = await this.opts.adapters.get(task.destination);
+    const owned = (await destination.listInstances(service)).filter((i) => i.metadata[MARK_TASK] === task.id);
+    if (owned.length > 0) await destination.apply(service, { upsert: [], remove: owned });
+    return owned.length;
+  }
+
+  private async run(key: string, since: number): Promise<ReconcileOutcome> {
+    const { taskId, service } = parseServiceSyncKey(key);
+    const { store, heartbeats } = this.opts;
+    const task = await store.getTask(taskId);
+    if (!task || task.state !== 'running' || !this.opts.isActive(taskId)) {
+      heartbeats.clear(key);
+      return { kind: 'inactive' };
+    }
+    const log = this.log.child({ task: taskId, service: serviceKeyString(service) });
+    let source: RegistryAdapter;
+    let destination: RegistryAdapter;
+    let sourceInstances: Instance[];
+    let destinationInstances: Instance[];
+    try {
+      source = await this.opts.adapters.get(task.source);
+      destination = await this.opts.adapters.get(task.destination);
+      sourceInstances = await source.listInstances(service);
+    } catch (err) {
+      await this.recordError(taskId, service, `cannot read source ${task.source}: ${messageOf(err)}`);
+      throw err;
+    }
+
+    const known = this.knownSourceCounts.get(key) ?? 0;
+    if (sourceInstances.length === 0 && known > 0) {
+      const first = this.emptySince.get(key);
+      const now = Date.now();
+      if (first === undefined || now - first < this.confirmEmptyMs) {
+        if (first === undefined) this.emptySince.set(key, now);
+        const wait = first === undefined ? this.confirmEmptyMs : this.confirmEmptyMs - (now - first);
+        const reason = `source ${task.source} suddenly lists no instances (had ${known}); holding the copies until a read ${this.confirmEmptyMs} ms later confirms it`;
+        log.warn({ known }, 'source dropped to zero instances; holding');
+        await this.recordError(taskId, service, reason);
+        await this.opts.requeue(key, wait + 10);
+        return { kind: 'held', reason };
+      }
+      log.info({ known }, 'drop to zero confirmed');
+    }
+    this.emptySince.delete(key);
+
+    try {
+      destinationInstances = await destination.listInstances(service);
+    } catch (err) {
+      await this.recordError(taskId, service, `cannot read destination ${task.destination}: ${messageOf(err)}`);
+      throw err;
+    }
+
+    const destinationSpec = await store.getCluster(task.destination);
+    const aliases = destinationSpec?.options.aliases;
+    const { desired } = transform(sourceInstances, {
+      taskId,
+      sourceClusterId: task.source,
+      destinationClusterId: task.destination,
+      destinationAliases: Array.isArray(aliases) ? aliases.map(String) : [],
+    });
+    const plan = diff(desired, destinationInstances, taskId);
+    if (plan.upsert.length > 0 || plan.remove.length > 0) {
+      try {
+        await destination.apply(service, { upsert: plan.upsert, remove: plan.remove });
+      } catch (err) {
+        await this.recordError(taskId, service, `cannot write destination ${task.destination}: ${messageOf(err)}`);
+        throw err;
+      }
+      log.debug({ upserts: plan.upsert.length, removes: plan.remove.length }, 'applied');
+    }
+    const live = [...plan.upsert, ...plan.unchanged];
+    if (this.opts.isActive(taskId)) heartbeats.set(key, destination, service, live);
+    else heartbeats.clear(key);
+    this.knownSourceCounts.set(key, sourceInstances.length);
+
+    const conflictNote =
+      plan.conflicts.length > 0
+        ? `${plan.conflicts.length} instance(s) not written: their address is taken in ${task.destination} by an instance this task does not own (${plan.conflicts
+            .slice(0, 5)
+            .map(instanceId)
+            .join(', ')})`
+        : null;
+    if (conflictNote) log.warn({ conflicts: plan.conflicts.length }, 'address conflicts in destination');
+    await store.putServiceStatus(taskId, {
+      service,
+      sourceInstances: sourceInstances.length,
+      destinationInstances: live.length,
+      lastSyncAt: new Date().toISOString(),
+      lagMs: Math.max(0, Date.now() - since),
+      lastError: conflictNote,
+    });
+    return { kind: 'synced', upserts: plan.upsert.length, removes: plan.remove.length, conflicts: plan.conflicts.length };
+  }
+
+  private async recordError(taskId: string, service: ServiceKey, message: string): Promise<void> {
+    const previous = (await this.opts.store.listServiceStatus(taskId).catch(() => [])).find(
+      (s) => serviceKeyString(s.service) === serviceKeyString(service),
+    );
+    await this.opts.store
+      .putServiceStatus(taskId, {
+        service,
+        sourceInstances: previous?.sourceInstances ?? 0,
+        destinationInstances: previous?.destinationInstances ?? 0,
+        lastSyncAt: previous?.lastSyncAt ?? null,
+        lagMs: previous?.lagMs ?? null,
+        lastError: message,
+      })
+      .catch((err: unknown) => this.log.warn({ err }, 'cannot record status'));
+  }
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,40 @@
+import type { Instance, ServiceKey } from './types.js';
+
+/** Stops a watch. */
+export type Unsubscribe = () => void;
+
+/** What to write to a destination service: instances to create or replace, instances to remove. */
+export interface ApplyPlan {
+  upsert: Instance[];
+  remove: Instance[];
+}
+
+/** The answer of one heartbeat: `unknown` means the registry lost the instance and it must be registered again. */
+export type BeatResult = 'ok' | 'unknown';
+
+/**
+ * One registry, seen by the engine. One adapter per cluster, shared by every task that uses it
+ * (one connection, one push socket, one session per cluster). Only what the engine calls is here.
+ */
+export interface RegistryAdapter {
+  readonly clusterId: string;
+  /** Services of a namespace and group. */
+  listServices(scope: { namespace: string; group: string }): Promise<ServiceKey[]>;
+  /** Current instances of a service; rejects when the registry cannot be read (never "empty" on error). */
+  listInstances(service: ServiceKey): Promise<Instance[]>;
+  /**
+   * Calls `onChange` (no data: the engine re-reads) whenever the service may have changed, in real
+   * time where the registry can push, by polling otherwise.
+   */
+  watch(service: ServiceKey, onChange: () => void): Unsubscribe;
+  /** Writes a plan; rejects on the first failure after trying every write. */
+  apply(service: ServiceKey, plan: ApplyPlan): Promise<void>;
+  /**
+   * Renews one ephemeral instance, where the registry needs it (Nacos). Absent for registries whose
+   * ephemeral nodes live with the session (ZooKeeper) or that have none (Kubernetes).
+   */
+  heartbeat?(service: ServiceKey, instance: Instance): Promise<BeatResult>;
+  /** How often `heartbeat` must be called per instance. */
+  readonly heartbeatIntervalMs?: number;
+  close(): Promise<void>;
+}

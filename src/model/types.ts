@@ -1,0 +1,109 @@
+/** Registry kinds regsync can read from and write to. */
+export type ClusterKind = 'nacos' | 'zookeeper' | 'kubernetes';
+
+export const CLUSTER_KINDS: readonly ClusterKind[] = ['nacos', 'zookeeper', 'kubernetes'];
+
+/** One registry endpoint, as an operator defines it. */
+export interface ClusterSpec {
+  /** Stable id; it is what marks (`regsync.origin`, `regsync.path`) refer to. */
+  id: string;
+  kind: ClusterKind;
+  /** `host:port` list; any one of them serves. */
+  endpoints: string[];
+  /** Default namespace of tasks on this cluster (Nacos namespace id; `public` when absent). */
+  namespace?: string | undefined;
+  username?: string | undefined;
+  password?: string | undefined;
+  /** Labels (region, site, ...) stamped on instances read from this cluster. */
+  labels: Record<string, string>;
+  /** Kind-specific settings (for Nacos: `apiVersion`, `clientIP`, `pollIntervalMs`, ...). */
+  options: Record<string, unknown>;
+}
+
+/** A task's running state as the operator set it. */
+export type TaskState = 'running' | 'paused';
+
+/** Per-task knobs; every field has a default. */
+export interface TaskOptions {
+  /** How often every service of the task is re-read and repaired (default 30 s). */
+  fullSyncIntervalMs?: number | undefined;
+}
+
+export const DEFAULT_FULL_SYNC_MS = 30_000;
+
+/** What an operator asks for: copy `service` of `namespace`/`group` from `source` to `destination`. */
+export interface TaskSpec {
+  id: string;
+  source: string;
+  destination: string;
+  /** A service name, or `*` for every service of the namespace and group. */
+  service: string;
+  group: string;
+  namespace: string;
+  options: TaskOptions;
+  state: TaskState;
+  createdAt: string;
+}
+
+/** Identifies a service inside one registry. */
+export interface ServiceKey {
+  namespace: string;
+  group: string;
+  name: string;
+}
+
+/** An instance in registry-neutral form; adapters convert to and from their wire shapes. */
+export interface Instance {
+  ip: string;
+  port: number;
+  weight: number;
+  healthy: boolean;
+  enabled: boolean;
+  ephemeral: boolean;
+  /** Nacos cluster name (`DEFAULT` when the registry has no such notion). */
+  cluster: string;
+  metadata: Record<string, string>;
+}
+
+/** Metadata keys regsync writes on every copy (URL parameters in Dubbo, annotations in Kubernetes). */
+export const MARK_ORIGIN = 'regsync.origin';
+export const MARK_PATH = 'regsync.path';
+export const MARK_TASK = 'regsync.task';
+
+/** Marks other sync tools write; read only, so that their copies are never sent back where they came from. */
+export const FOREIGN_MARKS = {
+  nacosSyncSourceCluster: 'sourceClusterId',
+  nacosSyncTag: 'sync.instance.tag',
+  polarisSync: '__sync__',
+} as const;
+
+export const DEFAULT_NAMESPACE = 'public';
+export const DEFAULT_GROUP = 'DEFAULT_GROUP';
+export const DEFAULT_INSTANCE_CLUSTER = 'DEFAULT';
+
+/** The identity of an instance inside a service: address and cluster. */
+export function instanceId(i: Pick<Instance, 'ip' | 'port' | 'cluster'>): string {
+  return `${i.ip}:${i.port}#${i.cluster}`;
+}
+
+export function serviceKeyString(s: ServiceKey): string {
+  return `${s.namespace}/${s.group}/${s.name}`;
+}
+
+/** The unit of work: one service of one task. */
+export interface ServiceSync {
+  taskId: string;
+  service: ServiceKey;
+}
+
+/** `taskId|namespace|group|name`, the id BullMQ de-duplicates reconciles by. */
+export function serviceSyncKey(s: ServiceSync): string {
+  return [s.taskId, s.service.namespace, s.service.group, s.service.name].map(encodeURIComponent).join('|');
+}
+
+export function parseServiceSyncKey(key: string): ServiceSync {
+  const parts = key.split('|').map(decodeURIComponent);
+  if (parts.length !== 4 || parts.some((p) => p === '')) throw new Error(`malformed service sync key: ${key}`);
+  const [taskId, namespace, group, name] = parts as [string, string, string, string];
+  return { taskId, service: { namespace, group, name } };
+}

@@ -1,0 +1,104 @@
+import { Queue, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import type { Logger } from 'pino';
+
+/** What a reconcile job carries: only the service sync key, never instance data. */
+export interface ReconcileJobData {
+  key: string;
+  /** When the oldest change this job stands for was seen (ms); lag is measured from it. */
+  since: number;
+  reason: 'change' | 'full' | 'confirm' | 'start';
+}
+
+export const RECONCILE_JOB = 'reconcile';
+
+/** Name of the BullMQ queue of a shard. */
+export function shardQueueName(shard: number): string {
+  return `shard-${shard}`;
+}
+
+export interface ShardQueueOptions {
+  connection: ConnectionOptions;
+  /** Redis key prefix of every queue (default `regsync:bull`). */
+  prefix?: string;
+  shard?: number;
+  /** Delay of change jobs: a burst of changes within it becomes one reconcile. Default 10 ms. */
+  changeDelayMs?: number;
+}
+
+/**
+ * The producer side of one shard's queue. Jobs are de-duplicated by service sync key with
+ * `keepLastIfActive`: while one waits, more adds are dropped (they would do the same work); while
+ * one runs, one more is kept and runs after it. So a service sync never reconciles twice at once,
+ * and a change seen during a reconcile always leads to another one.
+ */
+export class ShardQueue {
+  readonly queue: Queue<ReconcileJobData>;
+  private readonly changeDelayMs: number;
+
+  constructor(options: ShardQueueOptions) {
+    this.queue = new Queue<ReconcileJobData>(shardQueueName(options.shard ?? 0), {
+      connection: options.connection,
+      prefix: options.prefix ?? 'regsync:bull',
+    });
+    this.changeDelayMs = options.changeDelayMs ?? 10;
+  }
+
+  /** Asks for a reconcile of `key` soon. */
+  async enqueue(key: string, reason: ReconcileJobData['reason'], delayMs?: number): Promise<void> {
+    const delay = delayMs ?? (reason === 'change' ? this.changeDelayMs : 0);
+    await this.queue.add(
+      RECONCILE_JOB,
+      { key, since: Date.now(), reason },
+      {
+        deduplication: { id: key, keepLastIfActive: true },
+        ...(delay > 0 ? { delay } : {}),
+        attempts: 4,
+        backoff: { type: 'exponential', delay: 500 },
+        removeOnComplete: true,
+        removeOnFail: 1000,
+      },
+    );
+  }
+
+  async enqueueMany(keys: readonly string[], reason: ReconcileJobData['reason']): Promise<void> {
+    await Promise.all(keys.map((k) => this.enqueue(k, reason)));
+  }
+
+  async depth(): Promise<number> {
+    const counts = await this.queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
+    return Object.values(counts).reduce((a, b) => a + b, 0);
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close();
+  }
+}
+
+/** The consumer side: runs `process` for every job, `concurrency` at a time. */
+export class ShardWorker {
+  readonly worker: Worker<ReconcileJobData>;
+
+  constructor(
+    options: ShardQueueOptions & { concurrency?: number },
+    process: (data: ReconcileJobData, job: Job<ReconcileJobData>) => Promise<void>,
+    logger: Logger,
+  ) {
+    const log = logger.child({ component: 'worker', shard: options.shard ?? 0 });
+    this.worker = new Worker<ReconcileJobData>(shardQueueName(options.shard ?? 0), (job) => process(job.data, job), {
+      connection: options.connection,
+      prefix: options.prefix ?? 'regsync:bull',
+      concurrency: options.concurrency ?? 16,
+      // A worker killed mid-job must not hold its service sync for BullMQ's default 30 s.
+      lockDuration: 10_000,
+      stalledInterval: 5_000,
+    });
+    this.worker.on('failed', (job, err) => {
+      log.warn({ err, key: job?.data.key, attempt: job?.attemptsMade }, 'reconcile failed');
+    });
+    this.worker.on('error', (err) => log.error({ err }, 'queue worker error'));
+  }
+
+  async close(): Promise<void> {
+    await this.worker.close();
+  }
+}
