@@ -1,0 +1,113 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { ApiError } from './api-error.js';
+import { PATTERN_HINTS } from './schemas.js';
+
+/** One schema violation as Ajv reports it (the part used here). */
+interface SchemaViolation {
+  keyword: string;
+  instancePath: string;
+  params: Record<string, unknown>;
+  message?: string;
+  /** Set when the key of an object (not its value) broke a `propertyNames` rule. */
+  propertyName?: string;
+}
+
+/**
+ * Makes every error answer `{"error": {"code", "message"}}`: errors thrown by routes
+ * ({@link ApiError}), Fastify's own (body parsing, validation, limits) mapped to codes, unknown
+ * routes, and anything unexpected (500 `internal`, logged, with a message that reveals nothing).
+ * Errors the router raises before any route runs (over-long or malformed URLs) go through
+ * {@link sendApiError} from Fastify's `frameworkErrors` option, set where the app is created.
+ */
+export function installErrorHandling(app: FastifyInstance, log: Logger, bodyLimitBytes: number): void {
+  app.setErrorHandler((error: unknown, request, reply) => sendApiError(error, request, reply, log, bodyLimitBytes));
+  app.setNotFoundHandler((request, reply) => {
+    const apiError = new ApiError('not_found', `no route for ${request.method} ${request.url.split('?')[0]}`);
+    return reply.code(apiError.status).send(apiError.toBody());
+  });
+}
+
+/** Answers any error in the API's shape; 5xx are logged with the original error. */
+export function sendApiError(
+  error: unknown,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  log: Logger,
+  bodyLimitBytes: number,
+): FastifyReply {
+  const apiError = toApiError(error, bodyLimitBytes);
+  if (apiError.status >= 500) {
+    log.error({ err: error, method: request.method, url: request.url, code: apiError.code }, 'request failed');
+  }
+  return reply.code(apiError.status).type('application/json; charset=utf-8').send(apiError.toBody());
+}
+
+/** Maps any error a request can raise to the API's error. Exported for tests. */
+export function toApiError(error: unknown, bodyLimitBytes: number): ApiError {
+  if (error instanceof ApiError) return error;
+  if (!isFastifyError(error)) return internal(error);
+  if (Array.isArray(error.validation)) {
+    const violation = error.validation[0] as SchemaViolation | undefined;
+    const message =
+      violation === undefined ? 'the request is invalid' : describeViolation(error.validationContext ?? 'body', violation);
+    return new ApiError('invalid_request', message, { cause: error });
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ApiError('invalid_json', 'the body is not valid JSON', { cause: error });
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError('invalid_json', 'the body is empty but declared as application/json', { cause: error });
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('body_too_large', `the body is larger than ${bodyLimitBytes} bytes`, { cause: error });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError('unsupported_media_type', 'send the body as application/json', { cause: error });
+  }
+  const status = error.statusCode ?? 500;
+  if (status === 404) return new ApiError('not_found', error.message, { cause: error });
+  if (status === 413) return new ApiError('body_too_large', error.message, { cause: error });
+  if (status === 414) return new ApiError('uri_too_long', 'the path is longer than the server accepts', { cause: error });
+  if (status === 415) return new ApiError('unsupported_media_type', error.message, { cause: error });
+  // Fastify's other client errors (bad Content-Length, malformed URL, ...) have safe messages.
+  if (status >= 400 && status < 500) return new ApiError('invalid_request', error.message, { cause: error });
+  return internal(error);
+}
+
+function internal(error: unknown): ApiError {
+  return new ApiError('internal', 'internal error; the server log has the details', { cause: error });
+}
+
+function isFastifyError(error: unknown): error is FastifyError & { validation?: unknown[]; validationContext?: string } {
+  return error instanceof Error && typeof (error as { code?: unknown }).code === 'string';
+}
+
+/**
+ * A validation message that names the field: `body.endpoints[1] must be host:port ...`,
+ * `body.colour is not a known field`, `body.kind is required`. Values are never quoted, so a
+ * mistyped password cannot end up in a response or a log.
+ */
+export function describeViolation(context: string, violation: SchemaViolation): string {
+  const where = context + violation.instancePath
+    .split('/')
+    .slice(1)
+    .map((segment) => {
+      const s = segment.replace(/~1/g, '/').replace(/~0/g, '~');
+      return /^\d+$/.test(s) ? `[${s}]` : `.${s}`;
+    })
+    .join('');
+  if (violation.propertyName !== undefined) {
+    return `${where} key ${JSON.stringify(violation.propertyName)} ${violation.message ?? 'is invalid'}`;
+  }
+  switch (violation.keyword) {
+    case 'additionalProperties':
+      return `${where}.${String(violation.params.additionalProperty)} is not a known field`;
+    case 'required':
+      return `${where}.${String(violation.params.missingProperty)} is required`;
+    case 'enum':
+      return `${where} must be one of ${(violation.params.allowedValues as unknown[]).map(String).join(', ')}`;
+    case 'pattern':
+      return `${where} ${PATTERN_HINTS[String(violation.params.pattern)] ?? 'has the wrong format'}`;
+    default:
+      return `${where} ${violation.message ?? 'is invalid'}`;
+  }
+}

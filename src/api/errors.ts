@@ -1,0 +1,47 @@
+/**
+ * Every error code the REST API answers, with its HTTP status and what it means. Error bodies are
+ * always `{"error": {"code": "<code>", "message": "<what went wrong, for a human>"}}`; clients
+ * branch on `code`, never on `message`.
+ *
+ * This is the single place codes are defined: {@link ApiErrorCode} is derived from it, so code that
+ * names a code missing here does not compile, and `errors.test.ts` fails if the app's source uses a
+ * code that is not listed (or lists one nothing uses).
+ */
+export const API_ERRORS = {
+  invalid_json: { status: 400, meaning: 'The body is not valid JSON (or is empty while declared as JSON).' },
+  invalid_request: {
+    status: 400,
+    meaning: 'The body, path or query breaks the route schema: a missing, unknown or mistyped field; the message names it.',
+  },
+  id_mismatch: { status: 400, meaning: 'The id in the body differs from the id in the path.' },
+  unknown_cluster: { status: 400, meaning: 'A task names a source or destination cluster that does not exist.' },
+  same_cluster: { status: 400, meaning: 'A task has the same cluster as source and destination.' },
+  not_found: { status: 404, meaning: 'No route matches the method and path.' },
+  cluster_not_found: { status: 404, meaning: 'No cluster has this id.' },
+  task_not_found: { status: 404, meaning: 'No task has this id.' },
+  cluster_exists: { status: 409, meaning: 'A cluster with this id already exists (use PUT to replace it).' },
+  cluster_in_use: { status: 409, meaning: 'The cluster cannot be deleted while tasks use it; the message names them.' },
+  task_exists: {
+    status: 409,
+    meaning: 'A task with this id exists, or another task already syncs the same service between the same clusters.',
+  },
+  task_paused: { status: 409, meaning: 'The task is paused; resume it before asking for a resync.' },
+  body_too_large: { status: 413, meaning: 'The body is larger than the configured limit.' },
+  uri_too_long: { status: 414, meaning: 'A path segment (such as an id) is far longer than any valid one.' },
+  unsupported_media_type: { status: 415, meaning: 'Bodies must be sent as application/json.' },
+  internal: { status: 500, meaning: 'An unexpected failure; the server log has the details.' },
+  cleanup_failed: {
+    status: 502,
+    meaning: 'Removing the instances a task wrote failed; the task is kept so that the delete can be retried.',
+  },
+  resync_failed: { status: 502, meaning: 'The sync engine did not accept the resync request.' },
+  not_ready: { status: 503, meaning: 'The server cannot reach Redis, so it cannot serve requests.' },
+} as const satisfies Record<string, { status: number; meaning: string }>;
+
+/** A code of {@link API_ERRORS}. */
+export type ApiErrorCode = keyof typeof API_ERRORS;
+
+/** The body of every error response. */
+export interface ApiErrorBody {
+  error: { code: ApiErrorCode; message: string };
+}

@@ -1,0 +1,196 @@
+import { CLUSTER_KINDS } from '../model/index.js';
+
+/**
+ * JSON Schemas of the API: they validate input (with `additionalProperties: false` everywhere an
+ * object has a fixed shape, so a typo is an error rather than a silently ignored field) and
+ * restrict responses to the documented fields (a field not listed, such as a cluster's `password`,
+ * is never serialized).
+ *
+ * Deliberately left out: OpenAPI generation (the schemas are written so that it can be added).
+ */
+
+/** Cluster and task ids: a DNS label, so they fit in metadata values, URLs and Kubernetes names. */
+export const ID_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
+
+const PORT = '(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])';
+/** `host:port`: a host name or IPv4 address, or an IPv6 address in brackets; a port 1..65535. */
+export const ENDPOINT_PATTERN = `^(?:\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}):${PORT}$`;
+/** Namespaces, groups, user names: anything without whitespace. */
+export const NAME_PATTERN = '^\\S+$';
+/** A service name (no whitespace, no `*`) or `*` alone for every service of the namespace and group. */
+export const SERVICE_PATTERN = '^(?:\\*|[^\\s*]+)$';
+
+/** What a pattern means, for validation messages (a regular expression is no help to an operator). */
+export const PATTERN_HINTS: Readonly<Record<string, string>> = {
+  [ID_PATTERN]: 'must be 1 to 63 lowercase letters, digits or "-", starting and ending with a letter or digit',
+  [ENDPOINT_PATTERN]: 'must be host:port with a port from 1 to 65535',
+  [NAME_PATTERN]: 'must not contain whitespace',
+  [SERVICE_PATTERN]: 'must be a service name without whitespace or "*", or "*" alone for every service',
+};
+
+const id = { type: 'string', pattern: ID_PATTERN } as const;
+const name = { type: 'string', minLength: 1, maxLength: 128, pattern: NAME_PATTERN } as const;
+
+const clusterFields = {
+  kind: { type: 'string', enum: [...CLUSTER_KINDS] },
+  endpoints: {
+    type: 'array',
+    minItems: 1,
+    maxItems: 32,
+    items: { type: 'string', maxLength: 261, pattern: ENDPOINT_PATTERN },
+  },
+  namespace: name,
+  username: { type: 'string', minLength: 1, maxLength: 255 },
+  password: { type: 'string', maxLength: 1024 },
+  /** Read-only; accepted and ignored, so that a client can send back what it read. */
+  hasPassword: { type: 'boolean' },
+  labels: {
+    type: 'object',
+    maxProperties: 64,
+    propertyNames: { minLength: 1, maxLength: 63 },
+    additionalProperties: { type: 'string', maxLength: 253 },
+  },
+  /** Kind-specific settings: free-form, only the body limit bounds them. */
+  options: { type: 'object' },
+} as const;
+
+/** `POST /api/v1/clusters`. */
+export const createClusterBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'kind', 'endpoints'],
+  properties: { id, ...clusterFields },
+} as const;
+
+/** `PUT /api/v1/clusters/:id`: the id may be left out; `password: null` removes the stored one. */
+export const replaceClusterBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['kind', 'endpoints'],
+  properties: {
+    id,
+    ...clusterFields,
+    password: { anyOf: [clusterFields.password, { type: 'null' }] },
+  },
+} as const;
+
+/** `POST /api/v1/tasks`. */
+export const createTaskBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['source', 'destination', 'service'],
+  properties: {
+    id,
+    source: { type: 'string', minLength: 1, maxLength: 253 },
+    destination: { type: 'string', minLength: 1, maxLength: 253 },
+    service: { type: 'string', minLength: 1, maxLength: 255, pattern: SERVICE_PATTERN },
+    group: name,
+    namespace: name,
+    options: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        fullSyncIntervalMs: { type: 'integer', minimum: 1000, maximum: 86_400_000 },
+      },
+    },
+  },
+} as const;
+
+/** Bodies of actions (`pause`, `resume`, `resync`): none, or an empty object. */
+export const emptyBody = { type: 'object', additionalProperties: false, properties: {} } as const;
+
+/**
+ * `:id` of routes that look a record up. Loose on purpose: records written by other means (the
+ * CLI) stay reachable, and an id that cannot exist is simply not found.
+ */
+export const lookupParams = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id'],
+  properties: { id: { type: 'string', minLength: 1, maxLength: 253 } },
+} as const;
+
+/** `:id` of routes that create a record: it must be a valid id. */
+export const createParams = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id'],
+  properties: { id },
+} as const;
+
+const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
+const freeObject = { type: 'object', additionalProperties: true } as const;
+
+/** A cluster as the API shows it: never a password, `hasPassword` instead. */
+export const clusterView = {
+  type: 'object',
+  required: ['id', 'kind', 'endpoints', 'hasPassword', 'labels', 'options'],
+  properties: {
+    id: { type: 'string' },
+    kind: { type: 'string' },
+    endpoints: { type: 'array', items: { type: 'string' } },
+    namespace: { type: 'string' },
+    username: { type: 'string' },
+    hasPassword: { type: 'boolean' },
+    labels: stringMap,
+    options: freeObject,
+  },
+} as const;
+
+const taskViewProperties = {
+  id: { type: 'string' },
+  source: { type: 'string' },
+  destination: { type: 'string' },
+  service: { type: 'string' },
+  group: { type: 'string' },
+  namespace: { type: 'string' },
+  options: { type: 'object', properties: { fullSyncIntervalMs: { type: 'integer' } } },
+  state: { type: 'string', enum: ['running', 'paused', 'error'] },
+  createdAt: { type: 'string' },
+} as const;
+
+/** A task as lists and actions show it. */
+export const taskView = {
+  type: 'object',
+  required: Object.keys(taskViewProperties),
+  properties: taskViewProperties,
+} as const;
+
+const nullableString = { type: ['string', 'null'] } as const;
+const nullableNumber = { type: ['number', 'null'] } as const;
+
+/** A task with its status, as `GET /api/v1/tasks/:id` shows it. */
+export const taskDetailView = {
+  type: 'object',
+  required: [...Object.keys(taskViewProperties), 'status'],
+  properties: {
+    ...taskViewProperties,
+    status: {
+      type: 'object',
+      required: ['error', 'services'],
+      properties: {
+        error: nullableString,
+        services: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['service', 'sourceInstances', 'destinationInstances', 'lastSyncAt', 'lagMs', 'lastError'],
+            properties: {
+              service: { type: 'string' },
+              sourceInstances: { type: 'integer' },
+              destinationInstances: { type: 'integer' },
+              lastSyncAt: nullableString,
+              lagMs: nullableNumber,
+              lastError: nullableString,
+            },
+          },
+        },
+      },
+    },
+  },
+} as const;
+
+/** `{items: [...]}`, the shape of every list. */
+export function listOf<T extends object>(item: T) {
+  return { type: 'object', required: ['items'], properties: { items: { type: 'array', items: item } } } as const;
+}

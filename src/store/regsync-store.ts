@@ -1,0 +1,382 @@
+import type { Redis } from 'ioredis';
+import type { ClusterSpec, ServiceKey, TaskSpec, TaskState } from '../model/index.js';
+import { compareStrings, isClusterSpec, isServiceStatus, isTaskSpec, parseRecord } from './records.js';
+import { DELETE_TASK, PUT_STATUS_IF_TASK, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
+import type { ServiceStatus } from './service-status.js';
+import { StoreError } from './store-error.js';
+
+/**
+ * What makes two tasks the same work: copying one service (or `*`) of one namespace and group from
+ * one cluster to another. The store allows one task per selector, since two tasks writing the same
+ * instances into the same destination would keep taking the copies from each other.
+ */
+export type TaskSelector = Pick<TaskSpec, 'source' | 'destination' | 'namespace' | 'group' | 'service'>;
+
+/** How often {@link RegsyncStore.setTaskState} re-reads after losing a race before giving up. */
+const MAX_CAS_ATTEMPTS = 20;
+
+/**
+ * Clusters, tasks and per-service status in Redis: the durable state every regsync process shares.
+ * Nothing is cached in memory, so a restarted process (or another replica) sees the same data.
+ *
+ * Layout, under `prefix` (default `regsync`):
+ * - `<p>:cluster:<id>` JSON {@link ClusterSpec}, indexed by the set `<p>:clusters`;
+ * - `<p>:task:<id>` JSON {@link TaskSpec}, indexed by the set `<p>:tasks`, and by the hashes
+ *   `<p>:task-selectors` (selector -> id) and `<p>:task-selector-of` (id -> selector);
+ * - `<p>:task-status:<id>` hash, one JSON {@link ServiceStatus} per service;
+ * - `<p>:task-error:<id>` the task-level error message.
+ *
+ * Records and their indexes change together (MULTI, or a Lua script where the write depends on
+ * what is stored). A value that is not the JSON record it should be is reported as a
+ * {@link StoreError} naming its key, never skipped.
+ *
+ * Deliberately left out: referential integrity between tasks and clusters (the API checks that a
+ * task's clusters exist and that a deleted cluster is unused, non-atomically), secret encryption
+ * (cluster passwords are stored as given; protect Redis), Redis Cluster hash tags, and change
+ * notifications (callers tell the engine through `TaskControl`).
+ */
+export class RegsyncStore {
+  /**
+   * @param redis a connected client; the store never closes it
+   * @param prefix key prefix, so that several installations (or tests) can share one Redis
+   */
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix = 'regsync',
+  ) {}
+
+  // ---- clusters ----
+
+  /** Creates or replaces a cluster. */
+  async putCluster(spec: ClusterSpec): Promise<void> {
+    const stored = storedCluster(spec);
+    await this.redis
+      .multi()
+      .set(this.clusterKey(stored.id), JSON.stringify(stored))
+      .sadd(this.clustersKey(), stored.id)
+      .exec()
+      .then(checkExec);
+  }
+
+  /** Creates a cluster unless one with the same id exists; atomic, so two creators cannot both win. */
+  async createCluster(spec: ClusterSpec): Promise<'created' | 'exists'> {
+    const stored = storedCluster(spec);
+    // SET NX decides; the SADD is a no-op when the id is already there (a record always has its index entry).
+    const replies = checkExec(
+      await this.redis
+        .multi()
+        .set(this.clusterKey(stored.id), JSON.stringify(stored), 'NX')
+        .sadd(this.clustersKey(), stored.id)
+        .exec(),
+    );
+    return replies[0] === 'OK' ? 'created' : 'exists';
+  }
+
+  /** A cluster by id; undefined when there is none. */
+  async getCluster(id: string): Promise<ClusterSpec | undefined> {
+    const key = this.clusterKey(id);
+    const raw = await this.redis.get(key);
+    return raw === null ? undefined : this.parseCluster(key, id, raw);
+  }
+
+  /** Every cluster, sorted by id. */
+  async listClusters(): Promise<ClusterSpec[]> {
+    const ids = (await this.redis.smembers(this.clustersKey())).sort(compareStrings);
+    if (ids.length === 0) return [];
+    const keys = ids.map((id) => this.clusterKey(id));
+    const raws = await this.redis.mget(keys);
+    const clusters: ClusterSpec[] = [];
+    raws.forEach((raw, i) => {
+      // A missing record behind an index entry can only come from a hand-made DEL; it is gone, skip it.
+      if (raw !== null) clusters.push(this.parseCluster(keys[i] as string, ids[i] as string, raw));
+    });
+    return clusters;
+  }
+
+  /** Deletes a cluster; false when there was none. Does not look at tasks using it. */
+  async deleteCluster(id: string): Promise<boolean> {
+    const replies = checkExec(
+      await this.redis.multi().del(this.clusterKey(id)).srem(this.clustersKey(), id).exec(),
+    );
+    return replies[0] === 1;
+  }
+
+  // ---- tasks ----
+
+  /**
+   * Creates a task atomically. `exists` when the id is taken, or when another task already has the
+   * same {@link TaskSelector} (see {@link findTaskBySelector} to tell which).
+   */
+  async createTask(spec: TaskSpec): Promise<'created' | 'exists'> {
+    const reply = await this.writeTask(storedTask(spec), 'create');
+    return reply === 'ok' ? 'created' : 'exists';
+  }
+
+  /**
+   * Creates or replaces a task. Rejects with a `duplicate_task` {@link StoreError} when another
+   * task already has the same {@link TaskSelector}. Keeps the task's status.
+   */
+  async putTask(spec: TaskSpec): Promise<void> {
+    const stored = storedTask(spec);
+    const reply = await this.writeTask(stored, 'put');
+    if (reply === 'duplicate') throw duplicateTask(this.selectorsKey(), stored);
+  }
+
+  /** A task by id; undefined when there is none. */
+  async getTask(id: string): Promise<TaskSpec | undefined> {
+    const key = this.taskKey(id);
+    const raw = await this.redis.get(key);
+    return raw === null ? undefined : this.parseTask(key, id, raw);
+  }
+
+  /** Every task, sorted by id. */
+  async listTasks(): Promise<TaskSpec[]> {
+    const ids = (await this.redis.smembers(this.tasksKey())).sort(compareStrings);
+    if (ids.length === 0) return [];
+    const keys = ids.map((id) => this.taskKey(id));
+    const raws = await this.redis.mget(keys);
+    const tasks: TaskSpec[] = [];
+    raws.forEach((raw, i) => {
+      if (raw !== null) tasks.push(this.parseTask(keys[i] as string, ids[i] as string, raw));
+    });
+    return tasks;
+  }
+
+  /** The task that copies this selector, if any. */
+  async findTaskBySelector(selector: TaskSelector): Promise<TaskSpec | undefined> {
+    const id = await this.redis.hget(this.selectorsKey(), selectorOf(selector));
+    return id === null ? undefined : this.getTask(id);
+  }
+
+  /** Deletes a task with its service statuses and task error; false when there was none. */
+  async deleteTask(id: string): Promise<boolean> {
+    const reply = await this.redis.eval(
+      DELETE_TASK,
+      6,
+      this.taskKey(id),
+      this.tasksKey(),
+      this.selectorsKey(),
+      this.selectorOfKey(),
+      this.statusKey(id),
+      this.errorKey(id),
+      id,
+    );
+    return reply === 1;
+  }
+
+  /**
+   * Tasks whose source or destination is the cluster, sorted by id. Reads every task: task counts
+   * are small and this spares an index that could drift.
+   */
+  async tasksUsingCluster(clusterId: string): Promise<TaskSpec[]> {
+    return (await this.listTasks()).filter((t) => t.source === clusterId || t.destination === clusterId);
+  }
+
+  /**
+   * Sets a task's state and answers the updated task, or undefined when there is no such task.
+   * A compare-and-set on the whole record, so a concurrent `putTask` is never overwritten with
+   * stale fields.
+   */
+  async setTaskState(id: string, state: TaskState): Promise<TaskSpec | undefined> {
+    const key = this.taskKey(id);
+    for (let attempt = 1; attempt <= MAX_CAS_ATTEMPTS; attempt += 1) {
+      const raw = await this.redis.get(key);
+      if (raw === null) return undefined;
+      const current = this.parseTask(key, id, raw);
+      if (current.state === state) return current;
+      const next = storedTask({ ...current, state });
+      const reply = await this.writeTask(next, 'replace', raw);
+      if (reply === 'ok') return next;
+      if (reply === 'duplicate') throw duplicateTask(this.selectorsKey(), next);
+      // 'changed': someone wrote the task meanwhile; read again.
+    }
+    throw new StoreError('write_conflict', key, `${key} kept changing; gave up setting its state after ${MAX_CAS_ATTEMPTS} attempts`);
+  }
+
+  // ---- status ----
+
+  /**
+   * Records the status of one service of a task, replacing the previous one. Writes nothing when
+   * the task does not exist, so that a reconcile finishing after a delete leaves no orphan status
+   * behind. Resolves to nothing (the engine's `EngineStore` contract); read back to tell.
+   */
+  async putServiceStatus(taskId: string, status: ServiceStatus): Promise<void> {
+    const stored = storedStatus(status);
+    await this.redis.eval(
+      PUT_STATUS_IF_TASK,
+      2,
+      this.taskKey(taskId),
+      this.statusKey(taskId),
+      statusField(stored.service),
+      JSON.stringify(stored),
+    );
+  }
+
+  /** Statuses of every service of a task, sorted by namespace, group and name; empty for an unknown task. */
+  async listServiceStatus(taskId: string): Promise<ServiceStatus[]> {
+    const key = this.statusKey(taskId);
+    const fields = await this.redis.hgetall(key);
+    const statuses = Object.entries(fields).map(([field, raw]) =>
+      parseRecord(`${key} field ${field}`, raw, 'service status', isServiceStatus),
+    );
+    return statuses.sort((a, b) => compareServiceKeys(a.service, b.service));
+  }
+
+  /** Forgets one service's status (the service vanished from a `*` task); a no-op when there is none. */
+  async deleteServiceStatus(taskId: string, service: ServiceKey): Promise<void> {
+    await this.redis.hdel(this.statusKey(taskId), statusField(service));
+  }
+
+  /**
+   * Sets the task-level error (one that stops the whole task, such as an unreachable source), or
+   * clears it with null. Writes nothing when the task does not exist (as {@link putServiceStatus}).
+   */
+  async setTaskError(taskId: string, message: string | null): Promise<void> {
+    const args = message === null ? ['clear'] : ['set', message];
+    await this.redis.eval(SET_ERROR_IF_TASK, 2, this.taskKey(taskId), this.errorKey(taskId), ...args);
+  }
+
+  /** The task-level error, or null when there is none. */
+  async getTaskError(taskId: string): Promise<string | null> {
+    return this.redis.get(this.errorKey(taskId));
+  }
+
+  // ---- internals ----
+
+  private async writeTask(
+    spec: TaskSpec,
+    mode: 'create' | 'put' | 'replace',
+    expected = '',
+  ): Promise<'ok' | 'exists' | 'changed' | 'duplicate'> {
+    const key = this.taskKey(spec.id);
+    const reply = await this.redis.eval(
+      WRITE_TASK,
+      4,
+      key,
+      this.tasksKey(),
+      this.selectorsKey(),
+      this.selectorOfKey(),
+      spec.id,
+      mode,
+      expected,
+      JSON.stringify(spec),
+      selectorOf(spec),
+    );
+    if (reply === 'ok' || reply === 'exists' || reply === 'changed' || reply === 'duplicate') return reply;
+    throw new StoreError('unexpected_reply', key, `writing ${key}: unexpected script reply ${JSON.stringify(reply)}`);
+  }
+
+  private parseCluster(key: string, id: string, raw: string): ClusterSpec {
+    const spec = parseRecord(key, raw, 'cluster', isClusterSpec);
+    if (spec.id !== id) throw new StoreError('corrupt_record', key, `${key} holds cluster ${JSON.stringify(spec.id)}`);
+    return spec;
+  }
+
+  private parseTask(key: string, id: string, raw: string): TaskSpec {
+    const spec = parseRecord(key, raw, 'task', isTaskSpec);
+    if (spec.id !== id) throw new StoreError('corrupt_record', key, `${key} holds task ${JSON.stringify(spec.id)}`);
+    return spec;
+  }
+
+  private clustersKey(): string {
+    return `${this.prefix}:clusters`;
+  }
+
+  private clusterKey(id: string): string {
+    return `${this.prefix}:cluster:${id}`;
+  }
+
+  private tasksKey(): string {
+    return `${this.prefix}:tasks`;
+  }
+
+  private taskKey(id: string): string {
+    return `${this.prefix}:task:${id}`;
+  }
+
+  private selectorsKey(): string {
+    return `${this.prefix}:task-selectors`;
+  }
+
+  private selectorOfKey(): string {
+    return `${this.prefix}:task-selector-of`;
+  }
+
+  private statusKey(taskId: string): string {
+    return `${this.prefix}:task-status:${taskId}`;
+  }
+
+  private errorKey(taskId: string): string {
+    return `${this.prefix}:task-error:${taskId}`;
+  }
+}
+
+/** MULTI replies without per-command errors; ioredis answers null when the transaction was aborted. */
+function checkExec(replies: [Error | null, unknown][] | null): unknown[] {
+  if (replies === null) throw new Error('Redis transaction was aborted');
+  return replies.map(([error, value]) => {
+    if (error) throw error;
+    return value;
+  });
+}
+
+/** Only the fields of a ClusterSpec, in a fixed order: stray properties of the caller's object are not stored. */
+function storedCluster(spec: ClusterSpec): ClusterSpec {
+  return {
+    id: spec.id,
+    kind: spec.kind,
+    endpoints: [...spec.endpoints],
+    namespace: spec.namespace,
+    username: spec.username,
+    password: spec.password,
+    labels: { ...spec.labels },
+    options: { ...spec.options },
+  };
+}
+
+function storedTask(spec: TaskSpec): TaskSpec {
+  return {
+    id: spec.id,
+    source: spec.source,
+    destination: spec.destination,
+    service: spec.service,
+    group: spec.group,
+    namespace: spec.namespace,
+    options:
+      spec.options.fullSyncIntervalMs === undefined ? {} : { fullSyncIntervalMs: spec.options.fullSyncIntervalMs },
+    state: spec.state,
+    createdAt: spec.createdAt,
+  };
+}
+
+function storedStatus(status: ServiceStatus): ServiceStatus {
+  return {
+    service: { namespace: status.service.namespace, group: status.service.group, name: status.service.name },
+    sourceInstances: status.sourceInstances,
+    destinationInstances: status.destinationInstances,
+    lastSyncAt: status.lastSyncAt,
+    lagMs: status.lagMs,
+    lastError: status.lastError,
+  };
+}
+
+/** An unambiguous string for a selector (JSON of the tuple), the field of the selector index. */
+function selectorOf(s: TaskSelector): string {
+  return JSON.stringify([s.source, s.destination, s.namespace, s.group, s.service]);
+}
+
+function statusField(s: ServiceKey): string {
+  return [s.namespace, s.group, s.name].map(encodeURIComponent).join('/');
+}
+
+function compareServiceKeys(a: ServiceKey, b: ServiceKey): number {
+  return compareStrings(a.namespace, b.namespace) || compareStrings(a.group, b.group) || compareStrings(a.name, b.name);
+}
+
+function duplicateTask(key: string, spec: TaskSpec): StoreError {
+  return new StoreError(
+    'duplicate_task',
+    key,
+    `another task already syncs ${spec.namespace}/${spec.group}/${spec.service} from ${spec.source} to ${spec.destination}`,
+  );
+}

@@ -1,0 +1,82 @@
+/**
+ * Lua scripts for the writes that depend on what is already stored. Redis runs a script
+ * atomically, so a record and its indexes can never disagree, even with several API processes
+ * and the CLI writing at once. (WATCH/MULTI would need a connection per caller: EXEC on a shared
+ * connection silently drops another caller's WATCH.) Unconditional writes use MULTI instead.
+ *
+ * The scripts never decode JSON: records are built, encoded and checked in TypeScript, and the
+ * scripts only compare and move strings.
+ */
+
+/**
+ * Writes a task record and its indexes.
+ *
+ * KEYS: task record, task id set, selector -> id hash, id -> selector hash.
+ * ARGV: id, mode (`create` | `put` | `replace`), expected record (for `replace`), new record, selector.
+ *
+ * Returns `exists` (create, id taken), `changed` (replace, record differs from the expected one or
+ * is gone), `duplicate` (another task owns the selector) or `ok`.
+ */
+export const WRITE_TASK = `
+local current = redis.call('GET', KEYS[1])
+if ARGV[2] == 'create' then
+  if current then return 'exists' end
+elseif ARGV[2] == 'replace' then
+  if current ~= ARGV[3] then return 'changed' end
+end
+local owner = redis.call('HGET', KEYS[3], ARGV[5])
+if owner and owner ~= ARGV[1] then return 'duplicate' end
+local previous = redis.call('HGET', KEYS[4], ARGV[1])
+if previous and previous ~= ARGV[5] and redis.call('HGET', KEYS[3], previous) == ARGV[1] then
+  redis.call('HDEL', KEYS[3], previous)
+end
+redis.call('SET', KEYS[1], ARGV[4])
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('HSET', KEYS[3], ARGV[5], ARGV[1])
+redis.call('HSET', KEYS[4], ARGV[1], ARGV[5])
+return 'ok'
+`;
+
+/**
+ * Deletes a task record, its indexes, its service statuses and its task error.
+ *
+ * KEYS: task record, task id set, selector -> id hash, id -> selector hash, status hash, error key.
+ * ARGV: id. Returns 1 when the record existed, else 0.
+ */
+export const DELETE_TASK = `
+local existed = redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], ARGV[1])
+local selector = redis.call('HGET', KEYS[4], ARGV[1])
+if selector then
+  if redis.call('HGET', KEYS[3], selector) == ARGV[1] then redis.call('HDEL', KEYS[3], selector) end
+  redis.call('HDEL', KEYS[4], ARGV[1])
+end
+redis.call('DEL', KEYS[5], KEYS[6])
+return existed
+`;
+
+/**
+ * Sets one field of a task's status hash, only while the task exists, so that a reconcile that
+ * finishes after the task was deleted cannot leave status behind.
+ *
+ * KEYS: task record, status hash. ARGV: field, value. Returns 1 when written, 0 when the task is gone.
+ */
+export const PUT_STATUS_IF_TASK = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+return 1
+`;
+
+/**
+ * Sets (ARGV[1] = `set`, message in ARGV[2]) or clears (`clear`) a task's error, setting only
+ * while the task exists. KEYS: task record, error key. Returns 1 when the task exists, else 0.
+ */
+export const SET_ERROR_IF_TASK = `
+if ARGV[1] == 'clear' then
+  redis.call('DEL', KEYS[2])
+  return redis.call('EXISTS', KEYS[1])
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('SET', KEYS[2], ARGV[2])
+return 1
+`;

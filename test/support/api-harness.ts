@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { Redis } from 'ioredis';
+import { expect } from 'vitest';
+import { API_ERRORS, buildApiApp, type ApiErrorCode } from '../../src/api/index.js';
+import { RegsyncStore } from '../../src/store/index.js';
+import type { RedisServer } from './redis.js';
+import { RecordingTaskControl } from './recording-task-control.js';
+
+/**
+ * Every password a test sends contains this marker, and {@link ApiHarness.inject} fails a test
+ * whose response contains it: so every request of every API test checks that passwords never
+ * come back.
+ */
+export const SECRET_MARKER = 's3cret';
+
+/** The API app on a real Redis, with its own key prefix and a recording engine. */
+export interface ApiHarness {
+  app: FastifyInstance;
+  store: RegsyncStore;
+  control: RecordingTaskControl;
+  redis: Redis;
+  prefix: string;
+  /** `app.inject`, failing when the response leaks a password. */
+  inject(opts: InjectOptions): Promise<LightMyRequestResponse>;
+  /** Every key under the prefix with its content: compare two to prove nothing was written. */
+  snapshot(): Promise<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+/** Builds an {@link ApiHarness} on `server`; call `close()` after the test. */
+export async function apiHarness(server: RedisServer, opts: { bodyLimitBytes?: number } = {}): Promise<ApiHarness> {
+  const redis = new Redis(server.url, { maxRetriesPerRequest: 0 });
+  redis.on('error', () => undefined);
+  // Connected before the first request, so that /readyz answers ready from the start.
+  await redis.ping();
+  const prefix = `api-${randomUUID()}`;
+  const store = new RegsyncStore(redis, prefix);
+  const control = new RecordingTaskControl();
+  const app = await buildApiApp({ store, control, redis, ...opts });
+  return {
+    app,
+    store,
+    control,
+    redis,
+    prefix,
+    async inject(options) {
+      const res = await app.inject(options);
+      expect(res.payload, `${String(options.method)} ${String(options.url)} leaked a password`).not.toContain(SECRET_MARKER);
+      return res;
+    },
+    async snapshot() {
+      const keys = (await redis.keys(`${prefix}:*`)).sort();
+      const out: Record<string, unknown> = {};
+      for (const key of keys) {
+        const type = await redis.type(key);
+        if (type === 'string') out[key] = await redis.get(key);
+        else if (type === 'set') out[key] = (await redis.smembers(key)).sort();
+        else if (type === 'hash') out[key] = await redis.hgetall(key);
+        else out[key] = type;
+      }
+      return out;
+    },
+    async close() {
+      await app.close();
+      redis.disconnect();
+    },
+  };
+}
+
+/** Asserts an error response: status, code, the code's status in the catalog, and the body shape. */
+export function expectError(res: LightMyRequestResponse, status: number, code: ApiErrorCode, message?: RegExp): void {
+  const body = res.json() as { error?: { code?: unknown; message?: unknown } };
+  expect({ status: res.statusCode, code: body.error?.code }, res.payload).toEqual({ status, code });
+  expect(API_ERRORS[code].status).toBe(status);
+  expect(Object.keys(body)).toEqual(['error']);
+  expect(Object.keys(body.error ?? {}).sort()).toEqual(['code', 'message']);
+  expect(typeof body.error?.message).toBe('string');
+  expect((body.error?.message as string).length).toBeGreaterThan(0);
+  if (message) expect(body.error?.message).toMatch(message);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+}
