@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DEFAULT_CLUSTER, NamingError, PUBLIC_NAMESPACE, groupedName } from '../naming-store.js';
+import { NamingError, PUBLIC_NAMESPACE, groupedName } from '../naming-store.js';
 import { serviceInfoView } from '../service-view.js';
 import { checkAuth, peerAddress, type RegistryContext, type RouteHandler } from './context.js';
 import { ParamError, Params, splitServiceName, toStringRecord } from './params.js';
@@ -231,7 +231,7 @@ function parseBeat(text: string): Beat {
     serviceName: typeof b.serviceName === 'string' && b.serviceName !== '' ? b.serviceName : undefined,
     ip: typeof b.ip === 'string' && b.ip !== '' ? b.ip : undefined,
     port,
-    cluster: cluster ?? (b.ip !== undefined ? DEFAULT_CLUSTER : undefined),
+    cluster,
     weight: Number.isFinite(weight) && weight >= 0 && weight <= 10000 ? weight : 1,
     metadata: b.metadata === undefined || b.metadata === null ? {} : toStringRecord(b.metadata, 'beat.metadata'),
   };

@@ -1,0 +1,312 @@
+import type { Logger } from 'pino';
+import type {
+  ApplyPlan,
+  BeatResult,
+  ClusterSpec,
+  Instance,
+  RegistryAdapter,
+  ServiceKey,
+  Unsubscribe,
+} from '../../src/model/index.js';
+import { instanceId } from '../../src/model/index.js';
+import { clusterAddresses, routeToCluster, unmapped } from './local-address.js';
+import type { NacosApi, PushSubscription } from './nacos-api.js';
+import { NacosApplyError, type NacosWriteFailure } from './nacos-apply-error.js';
+import { NacosConfigError } from './nacos-config-error.js';
+import { NacosHttp } from './nacos-http.js';
+import { parseEndpoint, parseNacosOptions, type NacosAdapterOptions, type NacosApiVersion, type NacosEndpoint } from './nacos-options.js';
+import { NacosRequestError } from './nacos-request-error.js';
+import { NacosV1Api } from './nacos-v1-api.js';
+import { NacosV3Api } from './nacos-v3-api.js';
+import { PushReceiver, type PushReceiverStats } from './push-receiver.js';
+import { WatchHub } from './watch-hub.js';
+import { describeService, toServiceRef, type ServiceRef } from './wire.js';
+
+/** What the adapter needs from its surroundings. */
+export interface NacosAdapterDeps {
+  logger: Logger;
+}
+
+/** A snapshot of an adapter's state, for metrics and diagnostics. */
+export interface NacosAdapterStats {
+  /** The API dialect in use, once known. */
+  apiVersion: NacosApiVersion | undefined;
+  watchedServices: number;
+  /** Push receiver counters; undefined while no receiver is open. */
+  push: (PushReceiverStats & { port: number; clientIP: string }) | undefined;
+  /** Successful logins (0 without credentials). */
+  logins: number;
+  concurrency: { inUse: number; waiting: number };
+}
+
+/**
+ * The Nacos side of regsync: reads, watches, writes and renews instances of one Nacos cluster over
+ * HTTP, speaking the v1 open API (Nacos 1.x-3.1, with UDP push) or the v3 API (Nacos 3.x, polling
+ * only), chosen per cluster by `options.apiVersion` (`auto` asks the server once, preferring v1).
+ *
+ * One instance per cluster, shared by every task: one connection pool per endpoint, one bound on
+ * requests in flight, one login, one UDP push socket for all watched services.
+ *
+ * Deliberately left out: gRPC (Nacos 2.x/3.x clients' native protocol; its one-publish-set-per-
+ * connection rule needs batch registration), service metadata and selectors, health-check settings.
+ * A v1 reader does not see disabled instances (the v1 list leaves them out), so a copy of a disabled
+ * instance is not made from a v1 source, and a disabled copy in a v1 destination looks absent.
+ */
+export class NacosAdapter implements RegistryAdapter {
+  readonly clusterId: string;
+  private readonly options: NacosAdapterOptions;
+  private readonly endpoints: NacosEndpoint[];
+  private readonly log: Logger;
+  private readonly http: NacosHttp;
+  private readonly hub: WatchHub;
+  private apiPromise: Promise<NacosApi> | undefined;
+  private resolvedVersion: NacosApiVersion | undefined;
+  private receiver: PushReceiver | undefined;
+  private pushTarget: PushSubscription | undefined;
+  private pushStarting: Promise<PushSubscription> | undefined;
+  private pushFailing = false;
+  private beatIntervalMs: number;
+  private lightBeatEnabled = false;
+  private closing: Promise<void> | undefined;
+
+  constructor(spec: ClusterSpec, deps: NacosAdapterDeps) {
+    this.clusterId = spec.id;
+    if (spec.kind !== 'nacos') throw new NacosConfigError(spec.id, 'kind', `expected nacos, got ${String(spec.kind)}`);
+    if (!Array.isArray(spec.endpoints) || spec.endpoints.length === 0) {
+      throw new NacosConfigError(spec.id, 'endpoints', 'at least one host:port is needed');
+    }
+    if ((spec.username === undefined || spec.username === '') !== (spec.password === undefined || spec.password === '')) {
+      throw new NacosConfigError(spec.id, 'username/password', 'give both or neither');
+    }
+    this.options = parseNacosOptions(spec);
+    this.endpoints = spec.endpoints.map((e) => parseEndpoint(spec.id, e));
+    this.beatIntervalMs = this.options.heartbeatIntervalMs;
+    const bindings = deps.logger.bindings();
+    this.log = deps.logger.child({ component: 'nacos-adapter', ...(bindings.cluster === undefined ? { cluster: spec.id } : {}) });
+    this.http = new NacosHttp({
+      clusterId: spec.id,
+      endpoints: this.endpoints,
+      contextPath: this.options.contextPath,
+      maxConcurrency: this.options.maxConcurrency,
+      requestTimeoutMs: this.options.requestTimeoutMs,
+      credentials: spec.username && spec.password ? { username: spec.username, password: spec.password } : undefined,
+      log: this.log,
+    });
+    this.hub = new WatchHub({
+      pollIntervalMs: this.options.pollIntervalMs,
+      log: this.log,
+      list: (ref) => this.pollList(ref),
+    });
+  }
+
+  /** The last `clientBeatInterval` the server answered (v1), else `options.heartbeatIntervalMs`. */
+  get heartbeatIntervalMs(): number {
+    return this.beatIntervalMs;
+  }
+
+  /**
+   * The API dialect for this cluster: the configured one, or (auto) v1 unless the server answers
+   * 404/410 to a v1 service list, then v3. Asked once; a failed probe is asked again next time.
+   */
+  async resolveApiVersion(): Promise<NacosApiVersion> {
+    return (await this.api()).version;
+  }
+
+  /** Every service of exactly `scope.group` in `scope.namespace` (all pages). */
+  async listServices(scope: { namespace: string; group: string }): Promise<ServiceKey[]> {
+    const ref = toServiceRef({ ...scope, name: '' });
+    const api = await this.api();
+    const names = await api.listServiceNames(ref.namespaceId, ref.group, this.options.servicePageSize);
+    return names.map((name) => ({ namespace: scope.namespace, group: scope.group, name }));
+  }
+
+  /** Every instance of a service; rejects on any failure (a failed read is never an empty service). */
+  async listInstances(service: ServiceKey): Promise<Instance[]> {
+    const api = await this.api();
+    return api.listInstances(toServiceRef(service));
+  }
+
+  /**
+   * Calls `onChange` when the service may have changed: at once on a UDP push (v1), else when a poll
+   * every `pollIntervalMs` sees different instances. Watchers of one service share one subscription;
+   * the first poll records a baseline without calling anyone, so read after watching.
+   */
+  watch(service: ServiceKey, onChange: () => void): Unsubscribe {
+    if (this.closing) {
+      this.log.debug({ service: describeService(toServiceRef(service)) }, 'watch on a closed nacos adapter ignored');
+      return () => {};
+    }
+    return this.hub.watch(toServiceRef(service), onChange);
+  }
+
+  /**
+   * Registers every upsert (with all fields) and deregisters every removal, concurrently within
+   * `maxConcurrency`; all are attempted, then failures reject together as {@link NacosApplyError}.
+   * An empty plan sends nothing.
+   */
+  async apply(service: ServiceKey, plan: ApplyPlan): Promise<void> {
+    const writes = [
+      ...plan.upsert.map((instance) => ({ op: 'register' as const, instance })),
+      ...plan.remove.map((instance) => ({ op: 'deregister' as const, instance })),
+    ];
+    if (writes.length === 0) return;
+    const ref = toServiceRef(service);
+    const api = await this.api();
+    const results = await Promise.allSettled(
+      writes.map((w) => (w.op === 'register' ? api.register(ref, w.instance) : api.deregister(ref, w.instance))),
+    );
+    const failures: NacosWriteFailure[] = [];
+    results.forEach((r, i) => {
+      const write = writes[i];
+      if (r.status === 'rejected' && write) failures.push({ op: write.op, instance: instanceId(write.instance), error: r.reason });
+    });
+    this.log.debug(
+      { service: describeService(ref), registered: plan.upsert.length, deregistered: plan.remove.length, failed: failures.length },
+      'nacos apply',
+    );
+    if (failures.length > 0) throw new NacosApplyError(this.clusterId, describeService(ref), failures, writes.length);
+  }
+
+  /**
+   * Renews an ephemeral instance: `ok`, or `unknown` when the server lost it (register it again).
+   * Persistent instances never expire and are answered `ok` without a request. v1 beats carry the
+   * instance body until the server announces light beats (see `options.lightBeats`). Beats jump the
+   * queue of waiting requests.
+   */
+  async heartbeat(service: ServiceKey, instance: Instance): Promise<BeatResult> {
+    if (!instance.ephemeral) return 'ok';
+    const api = await this.api();
+    const answer = await api.beat(toServiceRef(service), instance, this.options.lightBeats && this.lightBeatEnabled);
+    if (answer.intervalMs !== undefined) this.beatIntervalMs = answer.intervalMs;
+    if (answer.lightBeatEnabled !== undefined) this.lightBeatEnabled = answer.lightBeatEnabled;
+    return answer.result;
+  }
+
+  /** For metrics and diagnostics. */
+  stats(): NacosAdapterStats {
+    const receiver = this.receiver;
+    const target = this.pushTarget;
+    return {
+      apiVersion: this.resolvedVersion,
+      watchedServices: this.hub.size,
+      push: receiver?.alive && target ? { ...receiver.stats(), port: target.udpPort, clientIP: target.clientIP } : undefined,
+      logins: this.http.tokens?.loginCount ?? 0,
+      concurrency: this.http.concurrency(),
+    };
+  }
+
+  /** Stops watches, the push socket and the connection pools; idempotent. Later calls reject. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.hub.close();
+      const starting = this.pushStarting;
+      if (starting) await starting.catch(() => undefined);
+      await this.receiver?.close();
+      this.receiver = undefined;
+      await this.http.close();
+    })();
+    return this.closing;
+  }
+
+  private api(): Promise<NacosApi> {
+    if (!this.apiPromise) {
+      const detecting = this.detectApi();
+      this.apiPromise = detecting;
+      detecting.then(
+        (api) => {
+          this.resolvedVersion = api.version;
+        },
+        () => {
+          if (this.apiPromise === detecting) this.apiPromise = undefined;
+        },
+      );
+    }
+    return this.apiPromise;
+  }
+
+  private async detectApi(): Promise<NacosApi> {
+    const wanted = this.options.apiVersion;
+    if (wanted === 'v1') return new NacosV1Api(this.http);
+    if (wanted === 'v3') return new NacosV3Api(this.http);
+    // Without a token on purpose: on a secured server v1 answers 403, which still says "served".
+    const v1Probe = { method: 'GET' as const, path: '/v1/ns/service/list', params: { pageNo: '1', pageSize: '1' } };
+    const v1 = await this.http.request(v1Probe);
+    if (v1.status !== 404 && v1.status !== 410) {
+      this.log.info({ endpoint: v1.endpoint, status: v1.status }, 'nacos serves the v1 API; using v1');
+      return new NacosV1Api(this.http);
+    }
+    const v3Probe = { method: 'GET' as const, path: '/v3/admin/core/namespace/list' };
+    const v3 = await this.http.request(v3Probe);
+    if (v3.status === 404) {
+      throw this.http.error(
+        v3Probe,
+        v3,
+        'nacos-http-error',
+        `neither the v1 nor the v3 naming API is served here (v1 answered ${v1.status}); check the endpoints and options.contextPath`,
+      );
+    }
+    this.log.info({ endpoint: v3.endpoint, v1Status: v1.status }, 'nacos does not serve the v1 API; using v3 (no push, watches poll)');
+    return new NacosV3Api(this.http);
+  }
+
+  /** A watch poll: lists the service, subscribing to push when the dialect has it and a socket is open. */
+  private async pollList(ref: ServiceRef): Promise<Instance[]> {
+    const api = await this.api();
+    const subscription = api.supportsPush ? await this.pushSubscription() : undefined;
+    return api.listInstances(ref, subscription);
+  }
+
+  /** The push socket's port and our address as the server should see it; undefined when it cannot open. */
+  private async pushSubscription(): Promise<PushSubscription | undefined> {
+    if (this.receiver?.alive && this.pushTarget) return this.pushTarget;
+    this.pushStarting ??= this.openReceiver().finally(() => {
+      this.pushStarting = undefined;
+    });
+    try {
+      const target = await this.pushStarting;
+      this.pushFailing = false;
+      return target;
+    } catch (err) {
+      if (!this.pushFailing) this.log.warn({ err }, 'nacos push receiver could not open; polling only, retrying at the next poll');
+      this.pushFailing = true;
+      return undefined;
+    }
+  }
+
+  private async openReceiver(): Promise<PushSubscription> {
+    const route = await routeToCluster(this.endpoints, this.options.requestTimeoutMs);
+    const allowed = await clusterAddresses(this.endpoints);
+    allowed.add(route.remoteAddress);
+    const receiver = new PushReceiver({
+      log: this.log,
+      isClusterAddress: (address) => allowed.has(unmapped(address)),
+      onService: (grouped, instances) => this.hub.pushed(grouped, instances),
+    });
+    const udpPort = await receiver.start(route.localAddress);
+    if (this.closing) {
+      await receiver.close();
+      throw new NacosRequestError({
+        code: 'nacos-closed',
+        clusterId: this.clusterId,
+        method: 'UDP',
+        path: 'push',
+        endpoint: route.endpoint,
+        detail: 'the adapter is closed',
+      });
+    }
+    await this.receiver?.close();
+    this.receiver = receiver;
+    this.pushTarget = { udpPort, clientIP: this.options.clientIP ?? route.localAddress };
+    this.log.info({ bind: `${route.localAddress}:${udpPort}`, clientIP: this.pushTarget.clientIP }, 'nacos push receiver listening');
+    return this.pushTarget;
+  }
+}
+
+/**
+ * Builds the adapter of one Nacos cluster (the engine's `AdapterFactory` for kind `nacos`). Throws
+ * {@link NacosConfigError} on a bad cluster definition; connects lazily, on first use.
+ */
+export function createNacosAdapter(spec: ClusterSpec, deps: NacosAdapterDeps): NacosAdapter {
+  return new NacosAdapter(spec, deps);
+}
+

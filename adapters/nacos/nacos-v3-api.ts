@@ -1,0 +1,141 @@
+import type { Instance } from '../../src/model/index.js';
+import type { NacosAnswer, NacosCall } from './nacos-call.js';
+import type { BeatAnswer, NacosApi } from './nacos-api.js';
+import type { NacosHttp } from './nacos-http.js';
+import {
+  deregisterParams,
+  excerpt,
+  hostsToInstances,
+  isRecord,
+  parseJson,
+  registerParams,
+  serviceParams,
+  type ServiceRef,
+} from './wire.js';
+import { WireFormatError } from './wire-format-error.js';
+
+/** Nacos 3 error codes the adapter acts on. */
+const CODE = {
+  success: 0,
+  instanceNotFound: 21003,
+  serviceNotExist: 21008,
+} as const;
+
+/** A v3 answer's `{code, message, data}` once it is known to be a success. */
+interface V3Success {
+  data: unknown;
+  answer: NacosAnswer;
+}
+
+/**
+ * The Nacos 3.x API: admin endpoints (`/nacos/v3/admin/ns`) for lists and writes, the client
+ * endpoint for renewals (`POST /nacos/v3/client/ns/instance` with `heartBeat=true`). No push over
+ * HTTP: watches poll. The admin list shows disabled instances too.
+ */
+export class NacosV3Api implements NacosApi {
+  readonly version = 'v3';
+  readonly supportsPush = false;
+
+  constructor(private readonly http: NacosHttp) {}
+
+  async listServiceNames(namespaceId: string, group: string, pageSize: number): Promise<string[]> {
+    const names = new Set<string>();
+    for (let pageNo = 1; ; pageNo += 1) {
+      const call: NacosCall = {
+        method: 'GET',
+        path: '/v3/admin/ns/service/list',
+        params: {
+          namespaceId,
+          // A substring filter on the server: the exact group is kept below.
+          groupNameParam: group,
+          ignoreEmptyService: 'false',
+          withInstances: 'false',
+          pageNo: String(pageNo),
+          pageSize: String(pageSize),
+        },
+      };
+      const { data, answer } = await this.success(call);
+      const items = isRecord(data) ? data.pageItems : undefined;
+      const pages = isRecord(data) ? Number(data.pagesAvailable) : NaN;
+      if (!Array.isArray(items) || !Number.isFinite(pages)) {
+        throw this.http.error(call, answer, 'nacos-bad-response', `expected {pagesAvailable, pageItems}, got: ${excerpt(answer.body)}`);
+      }
+      for (const item of items) {
+        if (!isRecord(item) || typeof item.name !== 'string') {
+          throw this.http.error(call, answer, 'nacos-bad-response', `service entry without a name: ${excerpt(JSON.stringify(item))}`);
+        }
+        if (item.groupName === group) names.add(item.name);
+      }
+      if (items.length === 0 || pageNo >= pages) return [...names];
+    }
+  }
+
+  async listInstances(ref: ServiceRef): Promise<Instance[]> {
+    const call: NacosCall = {
+      method: 'GET',
+      path: '/v3/admin/ns/instance/list',
+      params: { ...serviceParams(ref, 'v3'), healthyOnly: 'false' },
+    };
+    const answer = await this.http.request({ ...call, dialect: 'v3' });
+    // "Service not exist" is the server's authoritative word that there is nothing: an empty service.
+    const outcome = this.interpret(call, answer, [CODE.serviceNotExist]);
+    if (outcome.code === CODE.serviceNotExist) return [];
+    try {
+      return hostsToInstances(outcome.data);
+    } catch (err) {
+      if (err instanceof WireFormatError) throw this.http.error(call, answer, 'nacos-bad-response', err.message);
+      throw err;
+    }
+  }
+
+  async register(ref: ServiceRef, instance: Instance): Promise<void> {
+    await this.success({ method: 'POST', path: '/v3/admin/ns/instance', params: registerParams(ref, instance, 'v3') });
+  }
+
+  async deregister(ref: ServiceRef, instance: Instance): Promise<void> {
+    const call: NacosCall = { method: 'DELETE', path: '/v3/admin/ns/instance', params: deregisterParams(ref, instance, 'v3') };
+    const answer = await this.http.request({ ...call, dialect: 'v3' });
+    // Already gone is removed.
+    this.interpret(call, answer, [CODE.instanceNotFound, CODE.serviceNotExist]);
+  }
+
+  async beat(ref: ServiceRef, instance: Instance): Promise<BeatAnswer> {
+    const call: NacosCall = {
+      method: 'POST',
+      path: '/v3/client/ns/instance',
+      // Every field goes along: a server that took this as a plain register would still keep the
+      // instance right.
+      params: { ...registerParams(ref, instance, 'v3'), heartBeat: 'true' },
+      priority: 'high',
+    };
+    const answer = await this.http.request({ ...call, dialect: 'v3' });
+    const outcome = this.interpret(call, answer, [CODE.instanceNotFound, CODE.serviceNotExist]);
+    return { result: outcome.code === CODE.success ? 'ok' : 'unknown' };
+  }
+
+  private async success(call: NacosCall): Promise<V3Success> {
+    const answer = await this.http.request({ ...call, dialect: 'v3' });
+    return { data: this.interpret(call, answer, []).data, answer };
+  }
+
+  /**
+   * Reads `{code, message, data}`. Success, or one of the `accepted` codes (whatever the HTTP
+   * status), is returned; anything else throws, quoting the server's message.
+   */
+  private interpret(call: NacosCall, answer: NacosAnswer, accepted: readonly number[]): { code: number; data: unknown } {
+    const ok = answer.status >= 200 && answer.status < 300;
+    let body: unknown;
+    try {
+      body = parseJson(answer.body);
+    } catch {
+      throw this.http.error(call, answer, ok ? 'nacos-bad-response' : 'nacos-http-error', excerpt(answer.body));
+    }
+    const code = isRecord(body) ? Number(body.code) : NaN;
+    if (!isRecord(body) || !Number.isFinite(code)) {
+      throw this.http.error(call, answer, ok ? 'nacos-bad-response' : 'nacos-http-error', excerpt(answer.body));
+    }
+    if (accepted.includes(code) || (ok && code === CODE.success)) return { code, data: body.data };
+    const message = typeof body.message === 'string' ? body.message : excerpt(answer.body);
+    throw this.http.error(call, answer, ok ? 'nacos-api-error' : 'nacos-http-error', message, code);
+  }
+}

@@ -1,0 +1,158 @@
+import type { Logger } from 'pino';
+import type { Instance, Unsubscribe } from '../../src/model/index.js';
+import { describeService, groupedName, instancesFingerprint, watchKey, type ServiceRef } from './wire.js';
+
+export interface WatchHubOptions {
+  pollIntervalMs: number;
+  log: Logger;
+  /** Reads a watched service; for v1 this list also (re)subscribes to push. */
+  list: (ref: ServiceRef) => Promise<Instance[]>;
+  /** Random number in [0, 1) for poll jitter; injectable for tests. */
+  random?: () => number;
+}
+
+interface Watcher {
+  onChange: () => void;
+}
+
+interface Subscription {
+  ref: ServiceRef;
+  key: string;
+  watchers: Set<Watcher>;
+  timer: NodeJS.Timeout | undefined;
+  /** Fingerprint of the last instances seen (poll or push); undefined before the first read. */
+  fingerprint: string | undefined;
+  /** The last poll failed. */
+  failing: boolean;
+  active: boolean;
+}
+
+/**
+ * The watches of one adapter: one subscription per service however many watchers it has, each
+ * polled every `pollIntervalMs` (with ±10% jitter so that thousands of services spread out), and
+ * told about pushes. A watcher is called when the instances differ from the last ones seen, so an
+ * outage that changed nothing wakes nobody when it ends, while one that did is noticed at the first
+ * poll that works. The first successful poll only records what is there (callers read after they
+ * watch); if the first polls failed, the first one that works calls the watchers.
+ *
+ * A watch never throws: poll failures are logged (once per outage, then quietly) and retried at the
+ * next interval; a throwing watcher is logged and does not disturb the others.
+ */
+export class WatchHub {
+  private readonly subscriptions = new Map<string, Subscription>();
+  /** Subscriptions by `group@@name`: a push does not say which namespace it is about. */
+  private readonly byGroupedName = new Map<string, Set<Subscription>>();
+  private closed = false;
+
+  constructor(private readonly options: WatchHubOptions) {}
+
+  /** Services watched now. */
+  get size(): number {
+    return this.subscriptions.size;
+  }
+
+  watch(ref: ServiceRef, onChange: () => void): Unsubscribe {
+    if (this.closed) return () => {};
+    const key = watchKey(ref);
+    let sub = this.subscriptions.get(key);
+    if (!sub) {
+      sub = { ref, key, watchers: new Set(), timer: undefined, fingerprint: undefined, failing: false, active: true };
+      this.subscriptions.set(key, sub);
+      const grouped = groupedName(ref);
+      let set = this.byGroupedName.get(grouped);
+      if (!set) {
+        set = new Set();
+        this.byGroupedName.set(grouped, set);
+      }
+      set.add(sub);
+      this.schedule(sub, 0);
+    }
+    const watcher: Watcher = { onChange };
+    sub.watchers.add(watcher);
+    const owner = sub;
+    return () => this.unwatch(owner, watcher);
+  }
+
+  /**
+   * A push says service `grouped` now holds `instances`, in one of the namespaces that watch it.
+   * Every such subscription whose last seen instances differ is told; when only one namespace
+   * watches the name, the push also becomes its last seen state (so the next poll stays quiet).
+   */
+  pushed(grouped: string, instances: Instance[]): void {
+    const subs = this.byGroupedName.get(grouped);
+    if (!subs || subs.size === 0) return;
+    const fingerprint = instancesFingerprint(instances);
+    for (const sub of [...subs]) {
+      if (sub.fingerprint === fingerprint) continue;
+      if (subs.size === 1) sub.fingerprint = fingerprint;
+      this.notify(sub, 'push');
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const sub of this.subscriptions.values()) this.deactivate(sub);
+    this.subscriptions.clear();
+    this.byGroupedName.clear();
+  }
+
+  private unwatch(sub: Subscription, watcher: Watcher): void {
+    if (!sub.watchers.delete(watcher) || sub.watchers.size > 0) return;
+    this.deactivate(sub);
+    if (this.subscriptions.get(sub.key) === sub) this.subscriptions.delete(sub.key);
+    const grouped = groupedName(sub.ref);
+    const set = this.byGroupedName.get(grouped);
+    set?.delete(sub);
+    if (set?.size === 0) this.byGroupedName.delete(grouped);
+  }
+
+  private deactivate(sub: Subscription): void {
+    sub.active = false;
+    if (sub.timer) clearTimeout(sub.timer);
+    sub.timer = undefined;
+  }
+
+  private schedule(sub: Subscription, delayMs: number): void {
+    if (!sub.active) return;
+    sub.timer = setTimeout(() => void this.poll(sub), delayMs);
+    sub.timer.unref();
+  }
+
+  private async poll(sub: Subscription): Promise<void> {
+    sub.timer = undefined;
+    if (!sub.active) return;
+    const { log } = this.options;
+    try {
+      const instances = await this.options.list(sub.ref);
+      if (!sub.active) return;
+      const fingerprint = instancesFingerprint(instances);
+      const changed = sub.fingerprint === undefined ? sub.failing : fingerprint !== sub.fingerprint;
+      if (sub.failing) log.info({ service: describeService(sub.ref) }, 'nacos watch reads again');
+      sub.fingerprint = fingerprint;
+      sub.failing = false;
+      if (changed) this.notify(sub, 'poll');
+    } catch (err) {
+      if (!sub.active) return;
+      if (sub.failing) log.debug({ err, service: describeService(sub.ref) }, 'nacos watch poll failed again');
+      else log.warn({ err, service: describeService(sub.ref) }, 'nacos watch poll failed; retrying at the next interval');
+      sub.failing = true;
+    } finally {
+      const random = this.options.random ?? Math.random;
+      this.schedule(sub, Math.round(this.options.pollIntervalMs * (0.9 + 0.2 * random())));
+    }
+  }
+
+  private notify(sub: Subscription, via: 'push' | 'poll'): void {
+    if (!sub.active) return;
+    this.options.log.debug({ service: describeService(sub.ref), via, watchers: sub.watchers.size }, 'nacos service changed');
+    for (const watcher of [...sub.watchers]) {
+      // A watcher removed by an earlier one in this loop is not called any more.
+      if (!sub.watchers.has(watcher)) continue;
+      try {
+        watcher.onChange();
+      } catch (err) {
+        this.options.log.error({ err, service: describeService(sub.ref) }, 'a watcher of a nacos service threw');
+      }
+    }
+  }
+}

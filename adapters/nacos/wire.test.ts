@@ -1,0 +1,153 @@
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import type { Instance } from '../../src/model/index.js';
+import {
+  beatBody,
+  decodePushPacket,
+  deregisterParams,
+  hostToInstance,
+  instancesFingerprint,
+  pushAck,
+  pushedService,
+  registerParams,
+  toServiceRef,
+} from './wire.js';
+import { WireFormatError } from './wire-format-error.js';
+
+const instance = (over: Partial<Instance> = {}): Instance => ({
+  ip: '10.0.0.1',
+  port: 80,
+  weight: 1,
+  healthy: true,
+  enabled: true,
+  ephemeral: true,
+  cluster: 'DEFAULT',
+  metadata: {},
+  ...over,
+});
+
+describe('wire conversions', () => {
+  it('maps a Nacos host to the model with every field, metadata as strings', () => {
+    expect(
+      hostToInstance({
+        instanceId: '10.1.0.1#8080#BJ#G@@s',
+        ip: '10.1.0.1',
+        port: 8080,
+        weight: 2.5,
+        healthy: false,
+        enabled: false,
+        ephemeral: false,
+        clusterName: 'BJ',
+        serviceName: 'G@@s',
+        metadata: { zone: 'a', n: 1, ok: true, nested: { x: 1 }, gone: null },
+      }),
+    ).toEqual({
+      ip: '10.1.0.1',
+      port: 8080,
+      weight: 2.5,
+      healthy: false,
+      enabled: false,
+      ephemeral: false,
+      cluster: 'BJ',
+      metadata: { zone: 'a', n: '1', ok: 'true', nested: '{"x":1}' },
+    });
+  });
+
+  it('takes Nacos defaults for absent fields and reads string flags', () => {
+    expect(hostToInstance({ ip: '10.1.0.2', port: '81', enable: 'false' })).toEqual(
+      instance({ ip: '10.1.0.2', port: 81, enabled: false }),
+    );
+  });
+
+  it('refuses a host without an address rather than dropping it', () => {
+    expect(() => hostToInstance({ port: 1 })).toThrow(WireFormatError);
+    expect(() => hostToInstance({ ip: '10.0.0.1', port: 70000 })).toThrow(WireFormatError);
+    expect(() => hostToInstance('10.0.0.1:80')).toThrow(WireFormatError);
+  });
+
+  it('maps empty namespace and group to Nacos defaults', () => {
+    expect(toServiceRef({ namespace: '', group: '', name: 's' })).toEqual({ namespaceId: 'public', group: 'DEFAULT_GROUP', name: 's' });
+    expect(toServiceRef({ namespace: 'dev', group: 'G', name: 's' })).toEqual({ namespaceId: 'dev', group: 'G', name: 's' });
+  });
+
+  it('sends every field on register, grouped names for v1 only', () => {
+    const ref = { namespaceId: 'dev', group: 'G', name: 's' };
+    const i = instance({ weight: 3, enabled: false, healthy: false, ephemeral: false, cluster: 'BJ', metadata: { a: 'b' } });
+    expect(registerParams(ref, i, 'v1')).toEqual({
+      namespaceId: 'dev',
+      groupName: 'G',
+      serviceName: 'G@@s',
+      ip: '10.0.0.1',
+      port: '80',
+      weight: '3',
+      enabled: 'false',
+      healthy: 'false',
+      ephemeral: 'false',
+      clusterName: 'BJ',
+      metadata: '{"a":"b"}',
+    });
+    expect(registerParams(ref, i, 'v3').serviceName).toBe('s');
+    expect(deregisterParams(ref, i, 'v1')).toEqual({
+      namespaceId: 'dev',
+      groupName: 'G',
+      serviceName: 'G@@s',
+      ip: '10.0.0.1',
+      port: '80',
+      clusterName: 'BJ',
+      ephemeral: 'false',
+    });
+    expect(JSON.parse(beatBody(ref, i))).toEqual({
+      serviceName: 'G@@s',
+      ip: '10.0.0.1',
+      port: 80,
+      cluster: 'BJ',
+      weight: 3,
+      metadata: { a: 'b' },
+      scheduled: false,
+    });
+  });
+
+  it('fingerprints ignore order but see every field', () => {
+    const a = instance({ metadata: { x: '1', y: '2' } });
+    const b = instance({ ip: '10.0.0.2' });
+    const base = instancesFingerprint([a, b]);
+    expect(instancesFingerprint([b, { ...a, metadata: { y: '2', x: '1' } }])).toBe(base);
+    const variants: Instance[] = [
+      { ...a, weight: 2 },
+      { ...a, healthy: false },
+      { ...a, enabled: false },
+      { ...a, ephemeral: false },
+      { ...a, cluster: 'C2' },
+      { ...a, port: 81 },
+      { ...a, metadata: { x: '1', y: '3' } },
+      { ...a, metadata: { x: '1' } },
+    ];
+    for (const v of variants) expect(instancesFingerprint([v, b])).not.toBe(base);
+    expect(instancesFingerprint([a])).not.toBe(base);
+    expect(instancesFingerprint([])).not.toBe(instancesFingerprint([a]));
+  });
+
+  it('decodes plain and gzipped push packets and answers them as the SDKs do', () => {
+    const json = JSON.stringify({ type: 'dom', data: '{"name":"G@@s","hosts":[]}', lastRefTime: 42 });
+    for (const raw of [Buffer.from(json), gzipSync(json)]) {
+      const packet = decodePushPacket(raw);
+      expect(packet).toEqual({ type: 'dom', data: '{"name":"G@@s","hosts":[]}', lastRefTime: 42 });
+      expect(JSON.parse(pushAck(packet as NonNullable<typeof packet>).toString())).toEqual({ type: 'push-ack', lastRefTime: 42, data: '' });
+    }
+    expect(JSON.parse(pushAck({ type: 'dump', data: '', lastRefTime: 1 }).toString())).toMatchObject({ type: 'dump-ack' });
+    expect(JSON.parse(pushAck({ type: 'other', data: '', lastRefTime: 1 }).toString())).toMatchObject({ type: 'unknown-ack' });
+    expect(decodePushPacket(Buffer.from('not json'))).toBeUndefined();
+    expect(decodePushPacket(Buffer.from([0x1f, 0x8b, 0, 1]))).toBeUndefined();
+  });
+
+  it('reads the service of a push, grouped (1.x) or with groupName beside it (2.x)', () => {
+    const hosts = [{ ip: '10.0.0.1', port: 80, clusterName: 'C' }];
+    expect(pushedService(JSON.stringify({ name: 'G@@s', hosts }))).toEqual({
+      groupedName: 'G@@s',
+      instances: [instance({ cluster: 'C' })],
+    });
+    expect(pushedService(JSON.stringify({ name: 's', groupName: 'G', hosts: [] })).groupedName).toBe('G@@s');
+    expect(pushedService(JSON.stringify({ name: 's' })).groupedName).toBe('DEFAULT_GROUP@@s');
+    expect(() => pushedService('{}')).toThrow(WireFormatError);
+  });
+});
