@@ -1,49 +1,102 @@
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { createLogger } from '../log.js';
-import { startRegistry } from '../registry/registry-server.js';
-import { closeOnSignal, registryOptionsFrom, type RegistryCliOptions } from './registry-command.js';
+import { MARK_ORIGIN, MARK_TASK } from '../model/types.js';
+import { startRegistry, type RunningRegistry } from '../registry/registry-server.js';
+import { applyDeclarations, readDeclarations } from './apply-command.js';
+import { runUp, stopOnSignal, type UpHandle } from './up-command.js';
+
+export interface DemoOptions {
+  shanghaiPort: number;
+  beijingPort: number;
+  listen: string;
+  dataDir: string;
+  redis?: string | undefined;
+}
+
+interface SdkClient {
+  ready(): Promise<void>;
+  registerInstance(service: string, instance: Record<string, unknown>): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Instances the demo registers through the official Nacos SDK, as applications would. Made-up addresses, never contacted. */
+const APPS = [
+  { registry: 'shanghai', service: 'orders', ip: '10.0.1.11', port: 8080, metadata: { version: '1.4.2' } },
+  { registry: 'shanghai', service: 'payments', ip: '10.0.1.31', port: 9090, metadata: { version: '2.0.0' } },
+  { registry: 'beijing', service: 'orders', ip: '10.0.2.21', port: 8080, metadata: { version: '1.4.2' } },
+] as const;
+
+const quiet = { info() {}, warn() {}, error() {}, debug() {}, log() {} };
 
 /**
- * Demo services. The addresses are made up and never contacted: the registry performs no health
- * checks, and the demo keeps its ephemeral instances alive by renewing them in-process.
+ * `regsync demo`: two embedded registries, a local regsync with `tasks/demo.yaml`, a few instances
+ * registered through the official Nacos SDK, and a short story of what moved where.
  */
-const DEMO_INSTANCES: Array<{ service: string; ip: string; port: number; metadata: Record<string, string> }> = [
-  { service: 'orders', ip: '10.0.1.11', port: 8080, metadata: { site: 'sh', version: '1.4.2' } },
-  { service: 'orders', ip: '10.0.1.12', port: 8080, metadata: { site: 'bj', version: '1.4.2' } },
-  { service: 'payments', ip: '10.0.2.21', port: 9090, metadata: { site: 'sh' } },
-];
+export async function runDemo(opts: DemoOptions): Promise<void> {
+  const logger = createLogger(process.env.REGSYNC_LOG_LEVEL ? undefined : 'warn');
+  const registries: Record<string, RunningRegistry> = {
+    shanghai: await startRegistry({ port: opts.shanghaiPort, logger }),
+    beijing: await startRegistry({ port: opts.beijingPort, logger }),
+  };
+  const running: { up?: UpHandle } = {};
+  const sdks: SdkClient[] = [];
+  const close = async () => {
+    await Promise.all(sdks.map((c) => c.close()));
+    await running.up?.close();
+    await Promise.all(Object.values(registries).map((r) => r.close()));
+  };
+  stopOnSignal(close, logger);
 
-/** `regsync demo`: an embedded registry on the default port, seeded with demo services. */
-export async function runDemo(opts: RegistryCliOptions): Promise<void> {
-  const logger = createLogger();
-  const registry = await startRegistry(registryOptionsFrom(opts, logger));
-  const { store } = registry;
-  for (const d of DEMO_INSTANCES) {
-    store.register('public', 'DEFAULT_GROUP', d.service, {
-      ip: d.ip,
-      port: d.port,
-      weight: 1,
-      healthy: true,
-      enabled: true,
-      ephemeral: true,
-      clusterName: 'DEFAULT',
-      metadata: d.metadata,
-    });
+  const up = await runUp({ listen: opts.listen, redis: opts.redis, dataDir: opts.dataDir }, logger);
+  running.up = up;
+  const api = up.node.url as string;
+  const decl = readDeclarations(fileURLToPath(new URL('../../../tasks/demo.yaml', import.meta.url)));
+  for (const c of decl.clusters) {
+    const registry = registries[c.id];
+    if (registry) c.endpoints = [registry.endpoint];
   }
-  const keepAlive = setInterval(() => {
-    for (const d of DEMO_INSTANCES) store.beat('public', 'DEFAULT_GROUP', d.service, d.ip, d.port, 'DEFAULT');
-  }, 1_000);
-  keepAlive.unref();
-  const u = registry.url;
-  process.stdout.write(
-    [
-      `regsync demo: embedded Nacos-compatible registry on ${u}`,
-      `  services:   curl '${u}/nacos/v1/ns/service/list?pageNo=1&pageSize=10'`,
-      `  instances:  curl '${u}/nacos/v1/ns/instance/list?serviceName=orders'`,
-      `  register:   curl -X POST '${u}/nacos/v1/ns/instance?serviceName=orders&ip=10.0.1.13&port=8080&ephemeral=false'`,
-      `  v3 list:    curl '${u}/nacos/v3/admin/ns/instance/list?serviceName=orders'`,
-      'Point any Nacos client at it (server address ' + registry.endpoint + '). Ctrl-C stops.',
-      '',
-    ].join('\n'),
-  );
-  closeOnSignal(registry, logger, async () => clearInterval(keepAlive));
+  await applyDeclarations(api, decl);
+
+  const require = createRequire(import.meta.url);
+  const { NacosNamingClient } = require('nacos') as { NacosNamingClient: new (o: Record<string, unknown>) => SdkClient };
+  for (const [name, registry] of Object.entries(registries)) {
+    const client = new NacosNamingClient({ logger: quiet, serverList: registry.endpoint });
+    await client.ready();
+    sdks.push(client);
+    for (const app of APPS.filter((a) => a.registry === name)) {
+      await client.registerInstance(app.service, { ip: app.ip, port: app.port, metadata: { ...app.metadata } });
+    }
+  }
+
+  const listing = () =>
+    Object.entries(registries).flatMap(([name, registry]) =>
+      registry.store.listServices('public', 'DEFAULT_GROUP').flatMap((s) =>
+        [...s.instances.values()].map((i) => ({ registry: name, service: s.name, address: `${i.ip}:${i.port}`, origin: i.metadata[MARK_ORIGIN], task: i.metadata[MARK_TASK] })),
+      ),
+    );
+  const expected = APPS.length * 2 - 1; // orders both ways, payments one way
+  const deadline = Date.now() + 15_000;
+  while (listing().length < expected && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+
+  const lines = [
+    'regsync demo',
+    `  shanghai registry  ${registries.shanghai?.url}`,
+    `  beijing registry   ${registries.beijing?.url}`,
+    `  regsync REST API   ${api}   (tasks from tasks/demo.yaml)`,
+    '',
+    'Registered through the Nacos SDK: orders in both regions, payments in shanghai only. Now:',
+    ...listing()
+      .sort((a, b) => a.registry.localeCompare(b.registry) || a.service.localeCompare(b.service) || a.address.localeCompare(b.address))
+      .map((l) => `  ${l.registry.padEnd(9)} ${l.service.padEnd(9)} ${l.address.padEnd(16)} ${l.task ? `copy from ${l.origin} (task ${l.task})` : 'registered here'}`),
+    '',
+    'Look around:',
+    `  curl ${api}/api/v1/tasks`,
+    `  curl ${api}/api/v1/tasks/orders-sh-to-bj`,
+    `  curl '${registries.beijing?.url}/nacos/v1/ns/instance/list?serviceName=orders'`,
+    `  curl -X POST '${registries.shanghai?.url}/nacos/v1/ns/instance?serviceName=orders&ip=10.0.1.12&port=8080'   # appears in beijing at once`,
+    'Ctrl-C stops everything.',
+    '',
+  ];
+  process.stdout.write(lines.join('\n'));
 }

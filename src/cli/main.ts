@@ -2,7 +2,10 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { createLogger } from '../log.js';
 import { startRegistry } from '../registry/registry-server.js';
-import { runDemo } from './demo.js';
+import { applyDeclarations, readDeclarations } from './apply-command.js';
+import { runDemo, type DemoOptions } from './demo.js';
+import { runUp, stopOnSignal, type UpOptions } from './up-command.js';
+import { parsePort } from './options.js';
 import { addRegistryOptions, closeOnSignal, registryOptionsFrom, type RegistryCliOptions } from './registry-command.js';
 
 function version(): string {
@@ -27,12 +30,40 @@ export function buildProgram(): Command {
     closeOnSignal(registry, logger);
   });
 
-  addRegistryOptions(
-    program.command('demo').description('run an embedded registry with demo services on the default port'),
-    8848,
-  ).action(async (opts: RegistryCliOptions) => {
-    await runDemo(opts);
-  });
+  program
+    .command('up')
+    .description('run the REST API and a sync worker in one process')
+    .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
+    .option('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL); without it a local redis-server is started')
+    .option('--data-dir <dir>', 'data of the local redis-server', '.regsync')
+    .action(async (opts: UpOptions) => {
+      const logger = createLogger();
+      const handle = await runUp(opts, logger);
+      process.stdout.write(`regsync up: REST API listening on ${handle.node.url}\n`);
+      stopOnSignal(() => handle.close(), logger);
+    });
+
+  program
+    .command('apply')
+    .description('create or update clusters and tasks from YAML files (idempotent)')
+    .requiredOption('-f, --file <path>', 'a YAML file or a directory of them')
+    .option('--server <url>', 'the regsync REST API (also REGSYNC_API)', process.env.REGSYNC_API ?? 'http://127.0.0.1:8080')
+    .action(async (opts: { file: string; server: string }) => {
+      const results = await applyDeclarations(opts.server, readDeclarations(opts.file));
+      for (const r of results) process.stdout.write(`${r.kind} ${r.id} ${r.action}\n`);
+    });
+
+  program
+    .command('demo')
+    .description('two embedded registries (shanghai, beijing) synced both ways by a local regsync')
+    .option('--shanghai-port <port>', 'HTTP port of the shanghai registry', parsePort, 8848)
+    .option('--beijing-port <port>', 'HTTP port of the beijing registry', parsePort, 8849)
+    .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
+    .option('--data-dir <dir>', 'data of the local redis-server', '.regsync')
+    .option('--redis <url>', 'use this Redis instead of a local redis-server')
+    .action(async (opts: DemoOptions) => {
+      await runDemo(opts);
+    });
 
   return program;
 }

@@ -62,15 +62,3 @@ describe('regsync registry', () => {
     expect(clash.output).toContain('EADDRINUSE');
   });
 });
-
-describe('regsync demo', () => {
-  it('serves demo services', async () => {
-    const demo = await startRegsync(['demo', '--port', '0']);
-    try {
-      const res = await fetch(`${demo.url}/nacos/v1/ns/service/list?pageNo=1&pageSize=10`);
-      expect(await res.json()).toEqual({ count: 2, doms: ['orders', 'payments'] });
-    } finally {
-      expect(await demo.stop()).toBe(0);
-    }
-  });
-});

@@ -19,19 +19,23 @@ export interface RegsyncProcess {
 
 /**
  * Runs `regsync <args>` from the compiled build (bin/regsync.js -> dist/) and waits until it prints
- * `listening on http://...` (or `on http://...` for the demo). Output goes to a temp log file.
+ * `... on http://...` (or what `ready` matches; its first group is the URL). Output goes to a temp log file.
  */
-export async function startRegsync(args: string[], opts: { timeoutMs?: number } = {}): Promise<RegsyncProcess> {
+export async function startRegsync(
+  args: string[],
+  opts: { timeoutMs?: number; ready?: RegExp; env?: NodeJS.ProcessEnv } = {},
+): Promise<RegsyncProcess> {
   const dir = makeTempDir('regsync-cli-');
   const logFile = join(dir, 'out.log');
-  const proc = new ManagedProcess(process.execPath, [BIN, ...args], { logFile, env: { ...process.env, REGSYNC_LOG_LEVEL: 'warn' } });
+  const proc = new ManagedProcess(process.execPath, [BIN, ...args], { logFile, env: { ...process.env, REGSYNC_LOG_LEVEL: 'warn', ...opts.env } });
   const output = () => readFileSync(logFile, 'utf8');
+  const ready = opts.ready ?? / on (http:\/\/[^\s]+)/;
   let url = '';
   await waitForReady(
     proc,
     async () => {
-      const m = / on (http:\/\/[^\s]+)/.exec(output());
-      if (m?.[1]) url = m[1];
+      const m = ready.exec(output());
+      if (m) url = m[1] ?? / on (http:\/\/[^\s]+)/.exec(output())?.[1] ?? 'ready';
       return url !== '';
     },
     { what: `regsync ${args[0] ?? ''}`, timeoutMs: opts.timeoutMs ?? 20_000, logFiles: [logFile] },

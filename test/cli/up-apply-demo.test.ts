@@ -1,0 +1,87 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRedis, type RedisServer } from '../support/redis.js';
+import { runRegsync, startRegsync, type RegsyncProcess } from '../support/regsync-process.js';
+
+describe('regsync up + regsync apply', () => {
+  let redis: RedisServer;
+  let up: RegsyncProcess;
+  let dir: string;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    up = await startRegsync(['up', '--redis', redis.url, '--listen', '127.0.0.1:0']);
+    dir = mkdtempSync(join(tmpdir(), 'regsync-apply-'));
+  });
+  afterAll(async () => {
+    await up?.stop();
+    await redis?.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('applies clusters and tasks from YAML, idempotently', async () => {
+    const file = join(dir, 'sync.yaml');
+    writeFileSync(
+      file,
+      [
+        'clusters:',
+        '  - { id: east, kind: nacos, endpoints: ["127.0.0.1:1"] }',
+        '  - { id: west, kind: nacos, endpoints: ["127.0.0.1:2"] }',
+        '---',
+        'tasks:',
+        '  - { id: east-to-west, source: east, destination: west, service: orders }',
+      ].join('\n'),
+    );
+    const first = await runRegsync(['apply', '-f', file, '--server', up.url]);
+    expect(first).toMatchObject({ code: 0 });
+    expect(first.output.trim().split('\n')).toEqual(['cluster east created', 'cluster west created', 'task east-to-west created']);
+    const again = await runRegsync(['apply', '-f', dir, '--server', up.url]);
+    expect(again.output.trim().split('\n')).toEqual(['cluster east unchanged', 'cluster west unchanged', 'task east-to-west unchanged']);
+
+    const task = (await (await fetch(`${up.url}/api/v1/tasks/east-to-west`)).json()) as Record<string, unknown>;
+    expect(task).toMatchObject({ source: 'east', destination: 'west', service: 'orders', group: 'DEFAULT_GROUP', namespace: 'public' });
+  });
+
+  it('names the file and the problem when a file is wrong', async () => {
+    const file = join(dir, 'bad.yml');
+    writeFileSync(file, 'clusters:\n  - kind: nacos\n');
+    const res = await runRegsync(['apply', '-f', file, '--server', up.url]);
+    expect(res.code).toBe(1);
+    expect(res.output).toContain(`${file} (document 1): clusters[0] needs an id`);
+    rmSync(file);
+  });
+
+  it('reports an unreachable API clearly', async () => {
+    const res = await runRegsync(['apply', '-f', join(dir, 'sync.yaml'), '--server', 'http://127.0.0.1:1']);
+    expect(res.code).toBe(1);
+    expect(res.output).toContain('cannot reach the regsync API at http://127.0.0.1:1');
+  });
+});
+
+describe('regsync demo', () => {
+  let redis: RedisServer;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.cleanup();
+  });
+
+  it('syncs two registries both ways and tells what moved where', async () => {
+    const demo = await startRegsync(
+      ['demo', '--shanghai-port', '0', '--beijing-port', '0', '--listen', '127.0.0.1:0', '--redis', redis.url],
+      { ready: /Ctrl-C stops everything/ },
+    );
+    try {
+      const out = demo.output();
+      expect(out).toMatch(/beijing\s+orders\s+10\.0\.1\.11:8080\s+copy from shanghai \(task orders-sh-to-bj\)/);
+      expect(out).toMatch(/shanghai\s+orders\s+10\.0\.2\.21:8080\s+copy from beijing \(task orders-bj-to-sh\)/);
+      expect(out).toMatch(/beijing\s+payments\s+10\.0\.1\.31:9090\s+copy from shanghai/);
+      expect(out).toMatch(/shanghai\s+orders\s+10\.0\.1\.11:8080\s+registered here/);
+    } finally {
+      expect(await demo.stop()).toBe(0);
+    }
+  });
+});
