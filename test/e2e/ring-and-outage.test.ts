@@ -109,4 +109,14 @@ describe('source outage', () => {
     await waitUntil(async () => (await api(url, 'GET', '/api/v1/tasks/ab')).body.status.services[0].lastError === null, { message: 'task healthy again' });
     expect(copiesIn(b, 'orders').map((i) => i.ip)).toEqual(['10.40.0.1']);
   });
+
+  it('holds the copies when the source suddenly lists nothing, and removes them once a second read confirms it', async () => {
+    const status = async () => (await api(url, 'GET', '/api/v1/tasks/ab')).body.status.services[0];
+    await native.deregister();
+    await waitUntil(async () => String((await status()).lastError).includes('suddenly lists no instances'), { message: 'hold reported' });
+    expect(copiesIn(b, 'orders').map((i) => i.ip)).toEqual(['10.40.0.1']);
+    await waitUntil(() => copiesIn(b, 'orders').length === 0, { message: 'copies removed after confirmation' });
+    await waitUntil(async () => (await status()).lastError === null, { message: 'status clear' });
+    expect((await status()).sourceInstances).toBe(0);
+  });
 });
