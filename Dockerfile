@@ -17,4 +17,4 @@ COPY --from=build --chown=node:node /app ./
 USER node
 EXPOSE 8080
 ENTRYPOINT ["node", "bin/regsync.js"]
-CMD ["registry", "--host", "0.0.0.0", "--port", "8848"]
+CMD ["up", "--listen", "0.0.0.0:8080"]

@@ -29,7 +29,7 @@ export interface UpHandle {
  */
 export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> {
   const listen = parseListen(opts.listen);
-  const redisUrl = opts.redis ?? process.env.REGSYNC_REDIS_URL;
+  const redisUrl = opts.redis ?? (process.env.REGSYNC_REDIS_URL || undefined);
   const localRedis = redisUrl ? undefined : await startLocalRedis(opts.dataDir, logger);
   let node: RegsyncNode;
   try {

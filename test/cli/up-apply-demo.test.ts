@@ -85,3 +85,31 @@ describe('regsync demo', () => {
     }
   });
 });
+
+describe('regsync up without --redis', () => {
+  it('runs its own redis-server under --data-dir and keeps state across restarts', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'regsync-data-'));
+    const args = ['up', '--listen', '127.0.0.1:0', '--data-dir', dataDir];
+    const env = { REGSYNC_REDIS_URL: '' };
+    try {
+      const first = await startRegsync(args, { env });
+      const created = await fetch(`${first.url}/api/v1/clusters`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id: 'kept', kind: 'nacos', endpoints: ['127.0.0.1:1'] }),
+      });
+      expect(created.status).toBe(201);
+      expect(await first.stop()).toBe(0);
+
+      const second = await startRegsync(args, { env });
+      try {
+        const list = (await (await fetch(`${second.url}/api/v1/clusters`)).json()) as { items: Array<{ id: string }> };
+        expect(list.items.map((c) => c.id)).toEqual(['kept']);
+      } finally {
+        expect(await second.stop()).toBe(0);
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
