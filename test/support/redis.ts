@@ -5,7 +5,7 @@ import {
   findExecutable,
   makeTempDir,
   ManagedProcess,
-  removeTempDir,
+  ManagedServer,
   ServerStartError,
   waitForReady,
 } from './server-process.js';
@@ -80,10 +80,7 @@ export async function startRedis(opts: StartRedisOptions = {}): Promise<RedisSer
   }
 }
 
-class LocalRedis implements RedisServer {
-  private proc: ManagedProcess | undefined;
-  private portNumber = 0;
-  private removed = false;
+class LocalRedis extends ManagedServer implements RedisServer {
   readonly logFile: string;
 
   constructor(
@@ -91,23 +88,16 @@ class LocalRedis implements RedisServer {
     readonly dataDir: string,
     private readonly appendonly: boolean,
   ) {
+    super(dataDir);
     this.logFile = join(dataDir, 'redis.log');
-  }
-
-  get port(): number {
-    return this.portNumber;
   }
 
   get url(): string {
     return `redis://127.0.0.1:${this.portNumber}`;
   }
 
-  get running(): boolean {
-    return this.proc?.running ?? false;
-  }
-
   async startOn(port: number): Promise<void> {
-    if (this.removed) throw new Error(`redis-server on port ${port}: cleanup() already removed ${this.dataDir}`);
+    this.checkNotRemoved('redis-server', port);
     this.portNumber = port;
     const args = [
       '--port', String(port),
@@ -129,26 +119,6 @@ class LocalRedis implements RedisServer {
     });
   }
 
-  async stop(): Promise<void> {
-    await this.proc?.stop();
-  }
-
-  async restart(): Promise<void> {
-    await this.stop();
-    await this.startOn(this.portNumber);
-  }
-
-  async kill(): Promise<void> {
-    await this.proc?.kill();
-  }
-
-  async cleanup(): Promise<void> {
-    await this.stop();
-    if (!this.removed) {
-      this.removed = true;
-      removeTempDir(this.dataDir);
-    }
-  }
 }
 
 /** One raw RESP PING; true on +PONG (false while Redis is still loading its data). */

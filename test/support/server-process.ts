@@ -255,3 +255,52 @@ export async function waitForReady(
     );
   }
 }
+
+/**
+ * The lifecycle every test server shares: one process at a time on a fixed port, restartable on
+ * that port with the same data, and a temp dir removed by `cleanup()`.
+ */
+export abstract class ManagedServer {
+  protected proc: ManagedProcess | undefined;
+  protected portNumber = 0;
+  protected removed = false;
+
+  protected constructor(private readonly rootDir: string) {}
+
+  get port(): number {
+    return this.portNumber;
+  }
+
+  get running(): boolean {
+    return this.proc?.running ?? false;
+  }
+
+  /** Starts the server on `port` and waits until it serves. */
+  abstract startOn(port: number): Promise<void>;
+
+  /** Refuses to start again after `cleanup()` removed the data. */
+  protected checkNotRemoved(what: string, port: number): void {
+    if (this.removed) throw new Error(`${what} on port ${port}: cleanup() already removed ${this.rootDir}`);
+  }
+
+  async stop(): Promise<void> {
+    await this.proc?.stop();
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.startOn(this.portNumber);
+  }
+
+  async kill(): Promise<void> {
+    await this.proc?.kill();
+  }
+
+  async cleanup(): Promise<void> {
+    await this.stop();
+    if (!this.removed) {
+      this.removed = true;
+      removeTempDir(this.rootDir);
+    }
+  }
+}

@@ -6,7 +6,7 @@ import {
   findExecutable,
   makeTempDir,
   ManagedProcess,
-  removeTempDir,
+  ManagedServer,
   ServerStartError,
   waitForReady,
 } from './server-process.js';
@@ -118,10 +118,7 @@ export function zkFourLetterWord(port: number, word: string): Promise<string> {
   });
 }
 
-class LocalZooKeeper implements ZooKeeperServer {
-  private proc: ManagedProcess | undefined;
-  private portNumber = 0;
-  private removed = false;
+class LocalZooKeeper extends ManagedServer implements ZooKeeperServer {
   readonly dataDir: string;
   readonly logFile: string;
   private readonly stdoutFile: string;
@@ -133,6 +130,7 @@ class LocalZooKeeper implements ZooKeeperServer {
     readonly dir: string,
     readonly tickTime: number,
   ) {
+    super(dir);
     this.dataDir = join(dir, 'data');
     this.logFile = join(dir, 'zookeeper.log');
     this.stdoutFile = join(dir, 'stdout.log');
@@ -153,20 +151,12 @@ class LocalZooKeeper implements ZooKeeperServer {
     );
   }
 
-  get port(): number {
-    return this.portNumber;
-  }
-
   get connectString(): string {
     return `127.0.0.1:${this.portNumber}`;
   }
 
-  get running(): boolean {
-    return this.proc?.running ?? false;
-  }
-
   async startOn(port: number): Promise<void> {
-    if (this.removed) throw new Error(`ZooKeeper on port ${port}: cleanup() already removed ${this.dir}`);
+    this.checkNotRemoved('ZooKeeper', port);
     this.portNumber = port;
     writeFileSync(
       this.configFile,
@@ -212,24 +202,4 @@ class LocalZooKeeper implements ZooKeeperServer {
     });
   }
 
-  async stop(): Promise<void> {
-    await this.proc?.stop();
-  }
-
-  async restart(): Promise<void> {
-    await this.stop();
-    await this.startOn(this.portNumber);
-  }
-
-  async kill(): Promise<void> {
-    await this.proc?.kill();
-  }
-
-  async cleanup(): Promise<void> {
-    await this.stop();
-    if (!this.removed) {
-      this.removed = true;
-      removeTempDir(this.dir);
-    }
-  }
 }
