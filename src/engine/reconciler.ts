@@ -195,6 +195,7 @@ export class Reconciler {
     else heartbeats.clear(key);
     this.knownSourceCounts.set(key, sourceInstances.length);
 
+    const issues = source.readIssues?.(service) ?? [];
     const conflictNote =
       plan.conflicts.length > 0
         ? `${plan.conflicts.length} instance(s) not written: their address is taken in ${task.destination} by an instance this task does not own (${plan.conflicts
@@ -209,7 +210,7 @@ export class Reconciler {
       destinationInstances: live.length,
       lastSyncAt: new Date().toISOString(),
       lagMs: Math.max(0, Date.now() - since),
-      lastError: conflictNote,
+      lastError: [conflictNote, ...issues.map((i) => `skipped in source ${task.source}: ${i}`)].filter((n) => n !== null).join('; ') || null,
     });
     return { kind: 'synced', upserts: plan.upsert.length, removes: plan.remove.length, conflicts: plan.conflicts.length };
   }

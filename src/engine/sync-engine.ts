@@ -22,6 +22,8 @@ interface ActiveTask {
   task: TaskSpec;
   services: Map<string, { service: ServiceKey; unwatch: Unsubscribe }>;
   timer: NodeJS.Timeout;
+  /** For `*` tasks on registries that can tell: stops the watch of the service list. */
+  unwatchServices?: Unsubscribe;
 }
 
 export interface SyncEngineOptions {
@@ -143,11 +145,15 @@ export class SyncEngine implements TaskControl {
   private async expand(active: ActiveTask): Promise<void> {
     const { task } = active;
     const source = await this.opts.adapters.get(task.source);
-    const services: ServiceKey[] =
-      task.service === '*'
-        ? await source.listServices({ namespace: task.namespace, group: task.group })
-        : [{ namespace: task.namespace, group: task.group, name: task.service }];
+    const scope = { namespace: task.namespace, group: task.group };
+    const services: ServiceKey[] = task.service === '*' ? await source.listServices(scope) : [{ ...scope, name: task.service }];
     if (this.active.get(task.id) !== active) return;
+    if (task.service === '*' && !active.unwatchServices && source.watchServices) {
+      // Services appearing in the source are picked up at once, not at the next full sync.
+      active.unwatchServices = source.watchServices(scope, () => {
+        void this.fullSync(active).catch((err: unknown) => this.log.warn({ err, task: task.id }, 'service list refresh failed'));
+      });
+    }
     for (const service of services) {
       const key = serviceSyncKey({ taskId: task.id, service });
       if (active.services.has(key)) continue;
@@ -175,6 +181,7 @@ export class SyncEngine implements TaskControl {
     if (!active) return;
     this.active.delete(taskId);
     clearInterval(active.timer);
+    active.unwatchServices?.();
     for (const { unwatch } of active.services.values()) unwatch();
     this.opts.heartbeats.clearPrefix(taskKeyPrefix(taskId));
   }

@@ -20,8 +20,18 @@ export interface RegistryAdapter {
   readonly clusterId: string;
   /** Services of a namespace and group. */
   listServices(scope: { namespace: string; group: string }): Promise<ServiceKey[]>;
+  /**
+   * Calls `onChange` whenever services may have appeared or vanished in the scope (tasks for `*`).
+   * Absent where the registry cannot tell; the engine then re-lists at every full sync.
+   */
+  watchServices?(scope: { namespace: string; group: string }, onChange: () => void): Unsubscribe;
   /** Current instances of a service; rejects when the registry cannot be read (never "empty" on error). */
   listInstances(service: ServiceKey): Promise<Instance[]>;
+  /**
+   * Problems found by the last `listInstances` of this service that did not stop it (a malformed
+   * node skipped, say), each naming where; shown in the task status.
+   */
+  readIssues?(service: ServiceKey): string[];
   /**
    * Calls `onChange` (no data: the engine re-reads) whenever the service may have changed, in real
    * time where the registry can push, by polling otherwise.
