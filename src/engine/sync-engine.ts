@@ -141,19 +141,22 @@ export class SyncEngine implements TaskControl {
     await Promise.all([...active.services.keys()].map((key) => this.opts.queue.enqueue(key, 'start')));
   }
 
-  /** Makes the watched services match the task: one service, or every service for `*`. */
-  private async expand(active: ActiveTask): Promise<void> {
+  /** Makes the watched services match the task (one service, or every service for `*`); answers the keys added. */
+  private async expand(active: ActiveTask): Promise<string[]> {
     const { task } = active;
     const source = await this.opts.adapters.get(task.source);
     const scope = { namespace: task.namespace, group: task.group };
     const services: ServiceKey[] = task.service === '*' ? await source.listServices(scope) : [{ ...scope, name: task.service }];
-    if (this.active.get(task.id) !== active) return;
+    if (this.active.get(task.id) !== active) return [];
     if (task.service === '*' && !active.unwatchServices && source.watchServices) {
       // Services appearing in the source are picked up at once, not at the next full sync.
       active.unwatchServices = source.watchServices(scope, () => {
-        void this.fullSync(active).catch((err: unknown) => this.log.warn({ err, task: task.id }, 'service list refresh failed'));
+        void this.expand(active)
+          .then((added) => Promise.all(added.map((key) => this.opts.queue.enqueue(key, 'start'))))
+          .catch((err: unknown) => this.log.warn({ err, task: task.id }, 'service list refresh failed'));
       });
     }
+    const added: string[] = [];
     for (const service of services) {
       const key = serviceSyncKey({ taskId: task.id, service });
       if (active.services.has(key)) continue;
@@ -161,8 +164,10 @@ export class SyncEngine implements TaskControl {
         void this.opts.queue.enqueue(key, 'change').catch((err: unknown) => this.log.warn({ err, key }, 'cannot enqueue change'));
       });
       active.services.set(key, { service, unwatch });
+      added.push(key);
       this.log.debug({ task: task.id, service: serviceKeyString(service) }, 'watching');
     }
+    return added;
   }
 
   private async fullSync(active: ActiveTask): Promise<void> {
