@@ -2,6 +2,7 @@
 //
 //   node scripts/bootstrap.mjs test [vitest args...]   lint, typecheck and run the tests
 //   node scripts/bootstrap.mjs demo [demo args...]     run `regsync demo`
+//   node scripts/bootstrap.mjs bench [bench args...]   build bench/ and run the benchmarks
 //
 // It first brings the checkout up to date: `npm ci` when node_modules is missing or older than
 // package-lock.json, `npm run build` when dist/ is older than the sources. Plain Node ESM with node:
@@ -123,10 +124,64 @@ function demo(args) {
   });
 }
 
+/** Newest of the benchmark's inputs: bench/, the test support it uses, the sources, the tsconfigs. */
+function newestBenchInput() {
+  return Math.max(
+    newestSource(join(root, 'bench')),
+    newestSource(join(root, 'test', 'support')),
+    newestSource(join(root, 'src')),
+    newestSource(join(root, 'adapters')),
+    mtimeMs(join(root, 'tsconfig.json')) ?? 0,
+    mtimeMs(join(root, 'tsconfig.bench.json')) ?? 0,
+  );
+}
+
+/**
+ * `npm run bench`: redis-server must be there (the benchmark starts its own), bench/ is compiled
+ * into dist/ with tsconfig.bench.json when it changed, then `node dist/bench/run.js ...args` runs.
+ */
+async function bench(args) {
+  header('system packages (node test/support/setup-system.mjs)');
+  let code = ensureSystemPackages();
+  if (code !== 0) return code;
+  const built = mtimeMs(join(root, 'dist', 'bench', 'run.js'));
+  if (built === undefined || built < newestBenchInput()) {
+    header('npx tsc -p tsconfig.bench.json');
+    code = run(npx, ['--no', '--', 'tsc', '-p', 'tsconfig.bench.json']);
+    if (code !== 0) return code;
+  }
+  header(`node dist/bench/run.js${args.length ? ` ${args.join(' ')}` : ''}`);
+  return runNode([join(root, 'dist', 'bench', 'run.js'), ...args], 'the benchmarks');
+}
+
+/** Runs `node ...nodeArgs` in the repo root, forwarding SIGINT/SIGTERM; resolves with its exit code (as demo() does). */
+function runNode(nodeArgs, what) {
+  return new Promise((resolveExit) => {
+    const child = spawn(process.execPath, nodeArgs, {
+      cwd: root,
+      stdio: 'inherit',
+    });
+    const forward = (signal) => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    };
+    process.on('SIGINT', forward);
+    process.on('SIGTERM', forward);
+    child.once('error', (error) => {
+      console.error(`regsync bootstrap: could not start ${what}: ${error.message}`);
+      resolveExit(1);
+    });
+    child.once('exit', (code, signal) => {
+      process.off('SIGINT', forward);
+      process.off('SIGTERM', forward);
+      resolveExit(code ?? 128 + (constants.signals[signal] ?? 0));
+    });
+  });
+}
+
 async function main(argv) {
   const [command, ...args] = argv;
-  if (command !== 'test' && command !== 'demo') {
-    console.error('usage: node scripts/bootstrap.mjs test [vitest args...] | demo [demo args...]');
+  if (command !== 'test' && command !== 'demo' && command !== 'bench') {
+    console.error('usage: node scripts/bootstrap.mjs test [vitest args...] | demo [demo args...] | bench [bench args...]');
     return 2;
   }
   const major = Number(process.versions.node.split('.')[0]);
@@ -137,6 +192,7 @@ async function main(argv) {
   let code = ensureNodeModules();
   if (code === 0) code = ensureBuild();
   if (code !== 0) return code;
+  if (command === 'bench') return bench(args);
   return command === 'test' ? test(args) : demo(args);
 }
 

@@ -1,0 +1,139 @@
+import { parseArgs } from 'node:util';
+
+/** The phases of a run, in the order they run. */
+export const PHASES = ['raw', 'cold', 'latency'] as const;
+export type Phase = (typeof PHASES)[number];
+
+/** What one run measures and how hard it pushes. */
+export interface BenchArgs {
+  /** Services of the cold full sync (and of the raw write phase). */
+  services: number;
+  /** Instances per service of the cold full sync. */
+  instances: number;
+  /** Registers of the raw write phase; default services x instances, the same work as the cold sync. */
+  writes: number;
+  /** Requests in flight of the raw write phase. */
+  concurrency: number;
+  /** Rounds of the raw write phase; the median counts. */
+  rawRounds: number;
+  /** Seconds the cold sync's task keeps running after it is done, to measure what a synced, unchanging task costs. */
+  idleS: number;
+  /** Changes of the propagation phase. */
+  changes: number;
+  /** Changes per second of the propagation phase. */
+  rate: number;
+  /** Phases to run (default all). */
+  only: Phase[];
+  json: boolean;
+  quick: boolean;
+  /** Directory for a CPU profile of the regsync process (`node --cpu-prof`); undefined: no profile. */
+  profileDir: string | undefined;
+  /** Write every timing of the latency phase to a JSON file in dist/bench-logs. */
+  trace: boolean;
+  /** Extra node flags of the regsync process (e.g. --trace-gc, --max-old-space-size=512). */
+  regsyncNodeFlags: string[];
+  /** Deadline of each phase, seconds. */
+  phaseTimeoutS: number;
+  /** Deadline of the whole run, seconds; the run stops by itself after it. */
+  timeoutS: number;
+}
+
+export const USAGE = `usage: npm run bench -- [options]
+
+  --services <n>      services of the cold full sync (default 2000; --quick 200)
+  --instances <n>     instances per service (default 10; --quick 5)
+  --writes <n>        registers of the raw write phase (default services x instances)
+  --concurrency <n>   requests in flight of the raw write phase (default 32)
+  --raw-rounds <n>    rounds of the raw write phase, each on a fresh registry; the median counts
+                      (default 3; --quick 1)
+  --idle <s>          after the cold sync, seconds its task keeps running with nothing changing,
+                      to measure its standing cost (default 10; --quick 2; 0 skips)
+  --changes <n>       changes of the propagation phase (default 1000; --quick 200)
+  --rate <n>          changes per second of the propagation phase (default 200)
+  --only <list>       phases to run, comma separated: raw,cold,latency (default all)
+  --profile           write a CPU profile of the regsync process (node --cpu-prof) and print
+                      where its time went; best with --only (one phase per profile)
+  --profile-dir <dir> where the profile goes (default dist/bench-profiles; implies --profile)
+  --trace             write every timing of the latency phase (each change, each request A and B
+                      received) to a JSON file in dist/bench-logs, for offline analysis
+  --regsync-node-flag <flag>  a node flag for the regsync process, e.g. --trace-gc (its output goes
+                      to regsync's log); repeatable
+  --phase-timeout <s> deadline of each phase in seconds (default 180; --quick 60)
+  --timeout <s>       deadline of the whole run in seconds (default 900; --quick 240)
+  --quick             small sizes, for a smoke run
+  --json              print the results as JSON instead of a table (progress stays on stderr)
+  --help              this text
+`;
+
+/** Thrown for bad command-line input; the message is meant for the user. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+function positiveInt(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} expects a positive integer, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** Parses the command line; `undefined` when `--help` was asked for. */
+export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: false,
+      options: {
+        services: { type: 'string' },
+        instances: { type: 'string' },
+        writes: { type: 'string' },
+        concurrency: { type: 'string' },
+        'raw-rounds': { type: 'string' },
+        idle: { type: 'string' },
+        changes: { type: 'string' },
+        rate: { type: 'string' },
+        only: { type: 'string' },
+        profile: { type: 'boolean' },
+        'profile-dir': { type: 'string' },
+        'regsync-node-flag': { type: 'string', multiple: true },
+        trace: { type: 'boolean' },
+        'phase-timeout': { type: 'string' },
+        timeout: { type: 'string' },
+        quick: { type: 'boolean' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+  const v = parsed.values;
+  if (v.help) return undefined;
+  const quick = v.quick ?? false;
+  const services = positiveInt('services', v.services, quick ? 200 : 2_000);
+  const instances = positiveInt('instances', v.instances, quick ? 5 : 10);
+  const only = v.only === undefined ? [...PHASES] : v.only.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  for (const p of only) {
+    if (!(PHASES as readonly string[]).includes(p)) throw new UsageError(`--only: unknown phase "${p}" (expected ${PHASES.join(', ')})`);
+  }
+  if (services * instances > 16_000_000) throw new UsageError('--services x --instances must stay below 16 million (one 10.x.y.z address each)');
+  return {
+    services,
+    instances,
+    writes: positiveInt('writes', v.writes, services * instances),
+    concurrency: positiveInt('concurrency', v.concurrency, 32),
+    rawRounds: positiveInt('raw-rounds', v['raw-rounds'], quick ? 1 : 3),
+    idleS: v.idle === '0' ? 0 : positiveInt('idle', v.idle, quick ? 2 : 10),
+    changes: positiveInt('changes', v.changes, quick ? 200 : 1_000),
+    rate: positiveInt('rate', v.rate, 200),
+    only: PHASES.filter((p) => only.includes(p)),
+    json: v.json ?? false,
+    quick,
+    profileDir: v['profile-dir'] ?? (v.profile ? 'dist/bench-profiles' : undefined),
+    trace: v.trace ?? false,
+    regsyncNodeFlags: v['regsync-node-flag'] ?? [],
+    phaseTimeoutS: positiveInt('phase-timeout', v['phase-timeout'], quick ? 60 : 180),
+    timeoutS: positiveInt('timeout', v.timeout, quick ? 240 : 900),
+  };
+}

@@ -1,0 +1,205 @@
+import { performance } from 'node:perf_hooks';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { ServiceChange } from '../src/registry/naming-store.js';
+import type { RunningRegistry } from '../src/registry/index.js';
+import { GROUP, NAMESPACE, ipOf, persistentInstance, serviceName } from './instances.js';
+import type { CpuMeter, CpuShares } from './proc-stats.js';
+import { countOf, type RequestCounter, type RequestCounts } from './request-counter.js';
+import { callApi, type QueueSampler, type QueueStats } from './regsync.js';
+import { percentiles, type Percentiles } from './stats.js';
+
+/** Result of measurement 2. */
+export interface ColdSyncResult {
+  services: number;
+  instancesPerService: number;
+  /** Copies B must hold at the end: services x instances. */
+  expected: number;
+  /** Copies B held when the phase ended (all of them, unless it timed out). */
+  reached: number;
+  /** From the task's creation until B held every copy. */
+  elapsedMs: number;
+  copiesPerSecond: number;
+  /** `POST /api/v1/tasks` answered (the engine listed A's services and queued one reconcile each). */
+  taskCreatedMs: number;
+  /** The first copy appeared in B. */
+  firstCopyMs: number | undefined;
+  /** After the last copy, until regsync's queue was empty again (undefined: not within the drain deadline). */
+  queueDrainedMs: number | undefined;
+  /** Copies in B over time, `[seconds, copies]`. */
+  timeline: Array<[number, number]>;
+  timedOut: boolean;
+  /** Requests A and B received, timed from the task's creation. */
+  requestsToA: RequestCounts;
+  requestsToB: RequestCounts;
+  /** Registers B received per copy (1 means no write was wasted). */
+  writesPerCopy: number;
+  cpu: CpuShares;
+  queue: QueueStats;
+  /** Per-service lag regsync recorded (job queued -> status written), ms. */
+  serviceLagMs: Percentiles | undefined;
+  /** The task running on after the sync with nothing changing: what it costs to stand still. */
+  steady: { seconds: number; cpu: CpuShares; requestsToA: RequestCounts; requestsToB: RequestCounts } | undefined;
+}
+
+export interface ColdSyncDeps {
+  a: RunningRegistry;
+  b: RunningRegistry;
+  api: string;
+  requestsA: RequestCounter;
+  requestsB: RequestCounter;
+  cpu: CpuMeter;
+  queue: QueueSampler;
+  progress: (line: string) => void;
+}
+
+/** Puts `services` x `instances` persistent instances into A straight through its store. */
+export function seedSource(a: RunningRegistry, services: number, instances: number): void {
+  for (let s = 0; s < services; s += 1) {
+    const name = serviceName(s);
+    for (let i = 0; i < instances; i += 1) {
+      a.store.register(NAMESPACE, GROUP, name, persistentInstance(ipOf(s * instances + i), name));
+    }
+  }
+}
+
+/**
+ * Counts the instances of B's public namespace from its store's `change` events (each says which
+ * service changed; the store is read there and then), and resolves once there are `target`.
+ */
+class CopyCounter {
+  private readonly sizes = new Map<string, number>();
+  total = 0;
+  firstAt: number | undefined;
+  private reachedAt: number | undefined;
+  private waiter: (() => void) | undefined;
+  private readonly onChange = (change: ServiceChange): void => {
+    if (change.namespaceId !== NAMESPACE) return;
+    const at = change.groupedName.indexOf('@@');
+    const size = this.b.store.getService(NAMESPACE, change.groupedName.slice(0, at), change.groupedName.slice(at + 2))?.instances.size ?? 0;
+    this.total += size - (this.sizes.get(change.groupedName) ?? 0);
+    this.sizes.set(change.groupedName, size);
+    if (this.firstAt === undefined && this.total > 0) this.firstAt = performance.now();
+    if (this.reachedAt === undefined && this.total >= this.target) {
+      this.reachedAt = performance.now();
+      this.waiter?.();
+    }
+  };
+
+  constructor(
+    private readonly b: RunningRegistry,
+    private readonly target: number,
+  ) {
+    b.store.on('change', this.onChange);
+  }
+
+  /** When B first held `target` instances, or undefined if not by `deadline` (performance.now()). */
+  async reached(deadline: number): Promise<number | undefined> {
+    if (this.reachedAt === undefined) {
+      await Promise.race([
+        new Promise<void>((resolve) => (this.waiter = resolve)),
+        delay(Math.max(0, deadline - performance.now()), undefined, { ref: false }),
+      ]);
+    }
+    return this.reachedAt;
+  }
+
+  close(): void {
+    this.b.store.off('change', this.onChange);
+  }
+}
+
+/**
+ * Measurement 2: A holds `services` x `instances` persistent instances; one task A->B for `*` is
+ * created; how long until B holds every copy. Then the task runs on for `idleS` seconds with nothing
+ * changing (its standing cost), and is paused, so that it does not disturb the next phase.
+ */
+export async function measureColdSync(
+  deps: ColdSyncDeps,
+  opts: { services: number; instances: number; idleS: number },
+  deadlineMs: number,
+): Promise<ColdSyncResult> {
+  const { a, b, api } = deps;
+  const expected = opts.services * opts.instances;
+  seedSource(a, opts.services, opts.instances);
+  const counter = new CopyCounter(b, expected);
+  await deps.cpu.start();
+  deps.queue.start();
+  const timeline: Array<[number, number]> = [];
+
+  deps.requestsA.open();
+  deps.requestsB.open();
+  const t0 = performance.now();
+  const ticker = setInterval(() => {
+    const s = Math.round((performance.now() - t0) / 1000);
+    timeline.push([s, counter.total]);
+    if (s % 5 === 0) deps.progress(`cold sync: ${counter.total.toLocaleString('en-US')} / ${expected.toLocaleString('en-US')} copies after ${s} s`);
+  }, 1000);
+  let reachedAt: number | undefined;
+  let taskCreatedMs: number;
+  try {
+    await callApi(api, 'POST', '/api/v1/tasks', { id: 'cold', source: 'a', destination: 'b', service: '*' }, 201);
+    taskCreatedMs = performance.now() - t0;
+    reachedAt = await counter.reached(t0 + deadlineMs);
+  } finally {
+    clearInterval(ticker);
+    counter.close();
+  }
+  const end = reachedAt ?? performance.now();
+  const cpu = await deps.cpu.stop();
+  timeline.push([Math.round(((end - t0) / 1000) * 10) / 10, counter.total]);
+
+  // How long regsync goes on working after the last copy landed.
+  let queueDrainedMs: number | undefined;
+  const drainDeadline = performance.now() + 15_000;
+  while (performance.now() < drainDeadline) {
+    if ((await deps.queue.depth().catch(() => 1)) === 0) {
+      queueDrainedMs = performance.now() - end;
+      break;
+    }
+    await delay(50);
+  }
+  const queue = await deps.queue.finish();
+  const requestsToA = deps.requestsA.window();
+  const requestsToB = deps.requestsB.window();
+
+  let serviceLagMs: Percentiles | undefined;
+  try {
+    const detail = (await callApi(api, 'GET', '/api/v1/tasks/cold', undefined, 200)) as { status: { services: Array<{ lagMs: number | null }> } };
+    serviceLagMs = percentiles(detail.status.services.flatMap((s) => (s.lagMs === null ? [] : [s.lagMs])));
+  } catch {
+    serviceLagMs = undefined;
+  }
+
+  let steady: ColdSyncResult['steady'];
+  if (opts.idleS > 0 && reachedAt !== undefined) {
+    deps.progress(`cold sync done; its task runs on for ${opts.idleS} s with nothing changing`);
+    deps.requestsA.open();
+    deps.requestsB.open();
+    await deps.cpu.start();
+    await delay(opts.idleS * 1000);
+    steady = { seconds: opts.idleS, cpu: await deps.cpu.stop(), requestsToA: deps.requestsA.window(), requestsToB: deps.requestsB.window() };
+  }
+  await callApi(api, 'POST', '/api/v1/tasks/cold/pause', undefined, 200);
+
+  const elapsedMs = end - t0;
+  return {
+    services: opts.services,
+    instancesPerService: opts.instances,
+    expected,
+    reached: counter.total,
+    elapsedMs,
+    copiesPerSecond: counter.total / (elapsedMs / 1000),
+    taskCreatedMs,
+    firstCopyMs: counter.firstAt === undefined ? undefined : counter.firstAt - t0,
+    queueDrainedMs,
+    timeline,
+    timedOut: reachedAt === undefined,
+    requestsToA,
+    requestsToB,
+    writesPerCopy: countOf(requestsToB, /^POST \/nacos\/v1\/ns\/instance$/) / Math.max(1, counter.total),
+    cpu,
+    queue,
+    serviceLagMs,
+    steady,
+  };
+}

@@ -1,0 +1,200 @@
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { shardQueueName, type ReconcileJobData } from '../src/queue/shard-queue.js';
+import { ManagedProcess, waitForReady } from '../test/support/server-process.js';
+
+/** The checkout's root: the nearest directory above this file with regsync's package.json (works from bench/ and dist/bench/). */
+export function repoRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'regsync') return dir;
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('cannot find the regsync checkout above bench/');
+    dir = parent;
+  }
+}
+
+/** `regsync up` running as its own process. */
+export interface RegsyncUp {
+  proc: ManagedProcess;
+  url: string;
+  logFile: string;
+  /** Where `--cpu-prof` writes the profile when the process exits; undefined without profiling. */
+  profileDir: string | undefined;
+  output(): string;
+  /** SIGTERM, wait for the exit (the profile is written then). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `node bin/regsync.js up --redis <url> --listen 127.0.0.1:0` as test/support's
+ * `startRegsync` does (ManagedProcess: SIGKILLed if this process dies), plus what a benchmark needs:
+ * node flags (`--cpu-prof`) and a log file that outlives the process. Its own function because
+ * `startRegsync` finds bin/ relative to its source file, which is not where its compiled copy in
+ * dist/ sits.
+ */
+export async function startRegsyncUp(opts: {
+  redisUrl: string;
+  logDir: string;
+  profileDir?: string | undefined;
+  nodeFlags?: string[];
+  logLevel?: string;
+}): Promise<RegsyncUp> {
+  const root = repoRoot();
+  mkdirSync(opts.logDir, { recursive: true });
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const logFile = join(opts.logDir, `regsync-up-${stamp}.log`);
+  const nodeFlags: string[] = [...(opts.nodeFlags ?? [])];
+  let profileDir: string | undefined;
+  if (opts.profileDir !== undefined) {
+    profileDir = resolve(root, opts.profileDir, stamp);
+    mkdirSync(profileDir, { recursive: true });
+    nodeFlags.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`);
+  }
+  const args = [...nodeFlags, join(root, 'bin', 'regsync.js'), 'up', '--redis', opts.redisUrl, '--listen', '127.0.0.1:0'];
+  const proc = new ManagedProcess(process.execPath, args, {
+    logFile,
+    cwd: root,
+    env: { ...process.env, REGSYNC_LOG_LEVEL: opts.logLevel ?? 'info' },
+  });
+  const output = () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '');
+  let url = '';
+  await waitForReady(
+    proc,
+    async () => {
+      url = / on (http:\/\/[^\s]+)/.exec(output())?.[1] ?? '';
+      return url !== '';
+    },
+    { what: 'regsync up', timeoutMs: 30_000, logFiles: [logFile] },
+  );
+  return {
+    proc,
+    url,
+    logFile,
+    profileDir,
+    output,
+    async stop() {
+      // A profile of a busy process takes a moment to write; SIGKILL only after 20 s.
+      await proc.stop(20_000);
+    },
+  };
+}
+
+/** Calls regsync's REST API; rejects on a status other than `expect`. */
+export async function callApi(url: string, method: string, path: string, body: unknown, expect: number): Promise<unknown> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  if (res.status !== expect) throw new Error(`${method} ${path}: expected ${expect}, got ${res.status}: ${text.slice(0, 500)}`);
+  return text === '' ? undefined : (JSON.parse(text) as unknown);
+}
+
+/** Statistics of regsync's shard queue during a phase. */
+export interface QueueStats {
+  samples: number;
+  /** Most jobs waiting, delayed, prioritized or running at once. */
+  maxDepth: number;
+  /** Jobs failed (kept by BullMQ) at the end of the phase; each is a reconcile that gave up. */
+  failedAtEnd: number;
+  /** Depth over time, `[seconds since start, depth]`, one entry per second at most. */
+  timeline: Array<[number, number]>;
+}
+
+/**
+ * Samples the depth of regsync's shard queue (BullMQ `shard-0` under the default `regsync:bull`
+ * prefix) from outside the process, every `intervalMs`.
+ */
+export class QueueSampler {
+  private readonly redis: Redis;
+  private readonly queue: Queue<ReconcileJobData>;
+  private timer: NodeJS.Timeout | undefined;
+  private started = 0;
+  private stats: QueueStats = { samples: 0, maxDepth: 0, failedAtEnd: 0, timeline: [] };
+  private busy = false;
+  private lastSecond = -1;
+
+  constructor(redisUrl: string) {
+    this.redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    this.redis.on('error', () => {});
+    this.queue = new Queue<ReconcileJobData>(shardQueueName(0), { connection: this.redis, prefix: 'regsync:bull' });
+  }
+
+  /** Jobs waiting, delayed, prioritized or running now. */
+  async depth(): Promise<number> {
+    const counts = await this.queue.getJobCounts('waiting', 'delayed', 'prioritized', 'active', 'waiting-children');
+    return Object.values(counts).reduce((a, b) => a + b, 0);
+  }
+
+  start(intervalMs = 200): void {
+    this.stop();
+    this.stats = { samples: 0, maxDepth: 0, failedAtEnd: 0, timeline: [] };
+    this.started = performance.now();
+    this.lastSecond = -1;
+    this.timer = setInterval(() => void this.sample(), intervalMs);
+  }
+
+  async finish(): Promise<QueueStats> {
+    this.stop();
+    await this.sample();
+    this.stats.failedAtEnd = await this.queue.getFailedCount();
+    return this.stats;
+  }
+
+  async close(): Promise<void> {
+    this.stop();
+    await this.queue.close();
+    this.redis.disconnect();
+  }
+
+  private stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private async sample(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      const depth = await this.depth();
+      this.stats.samples += 1;
+      this.stats.maxDepth = Math.max(this.stats.maxDepth, depth);
+      const second = Math.floor((performance.now() - this.started) / 1000);
+      if (second !== this.lastSecond) {
+        this.lastSecond = second;
+        this.stats.timeline.push([second, depth]);
+      }
+    } catch {
+      // Sampling is best effort.
+    } finally {
+      this.busy = false;
+    }
+  }
+}
+
+/** Warnings and errors in regsync's JSON log, by message, most frequent first. */
+export function logProblems(output: string): Array<{ level: string; msg: string; count: number }> {
+  const counts = new Map<string, { level: string; msg: string; count: number }>();
+  for (const line of output.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    let entry: { level?: number; msg?: string };
+    try {
+      entry = JSON.parse(line) as typeof entry;
+    } catch {
+      continue;
+    }
+    if ((entry.level ?? 0) < 40) continue;
+    const level = (entry.level ?? 0) >= 50 ? 'error' : 'warn';
+    const key = `${level}\n${entry.msg ?? ''}`;
+    const found = counts.get(key) ?? { level, msg: entry.msg ?? '', count: 0 };
+    found.count += 1;
+    counts.set(key, found);
+  }
+  return [...counts.values()].sort((a, b) => b.count - a.count);
+}

@@ -1,0 +1,184 @@
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Redis } from 'ioredis';
+import { startRegistry, type RunningRegistry } from '../src/registry/index.js';
+import { startRedis, type RedisServer } from '../test/support/redis.js';
+import { parseBenchArgs, UsageError, USAGE, type BenchArgs } from './args.js';
+import { measureColdSync } from './cold-sync.js';
+import { CpuMeter, processPeakRssMiB } from './proc-stats.js';
+import { profileFiles, summarizeProfile } from './profile-summary.js';
+import { measurePropagation } from './propagation.js';
+import { measureRawWrites } from './raw-write.js';
+import { COLD_SYNC_TARGET, formatReport, LATENCY_P99_TARGET_MS, type BenchResult } from './report.js';
+import { callApi, logProblems, QueueSampler, repoRoot, startRegsyncUp, type RegsyncUp } from './regsync.js';
+import { RequestCounter } from './request-counter.js';
+
+/*
+ * `npm run bench`: the three measurements of regsync's performance on this machine, bounded in time.
+ * Everything binds to 127.0.0.1; instance addresses (10.x.y.z) are made up and never contacted.
+ *
+ *   this process        registries A and B (and C for measurement 1), load generators, bookkeeping
+ *   regsync up          a separate process, as in production, so that it and the registries each
+ *                       have a core
+ *   redis-server        started for the run on a free port, with a private data dir
+ */
+
+const started = performance.now();
+
+function progress(line: string): void {
+  process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+async function runBench(args: BenchArgs): Promise<BenchResult> {
+  const cpuList = cpus();
+  const result: BenchResult = {
+    machine: {
+      node: process.version,
+      platform: `${process.platform} ${process.arch}`,
+      cpus: cpuList.length,
+      cpuModel: cpuList[0]?.model.trim() ?? 'unknown',
+      memoryGiB: totalmem() / 2 ** 30,
+    },
+    parameters: (({ json: _json, ...rest }) => rest)(args),
+    raw: undefined,
+    cold: undefined,
+    latency: undefined,
+    regsync: undefined,
+    errors: [],
+    durationMs: 0,
+  };
+  const phaseMs = args.phaseTimeoutS * 1000;
+
+  let redis: RedisServer | undefined;
+  let redisClient: Redis | undefined;
+  let regsync: RegsyncUp | undefined;
+  let queue: QueueSampler | undefined;
+  const registries: RunningRegistry[] = [];
+  const counters: RequestCounter[] = [];
+  try {
+    if (args.only.includes('raw')) {
+      progress(`(1) raw write rate: ${args.writes.toLocaleString('en-US')} registers, concurrency ${args.concurrency}, ${args.rawRounds} round(s)`);
+      try {
+        result.raw = await measureRawWrites(
+          { writes: args.writes, services: args.services, concurrency: args.concurrency, rounds: args.rawRounds },
+          phaseMs,
+        );
+        progress(`(1) ${result.raw.rounds.map((r) => Math.round(r).toLocaleString('en-US')).join(', ')} writes/s`);
+      } catch (err) {
+        result.errors.push(`raw write phase: ${describe(err)}`);
+      }
+    }
+    if (!args.only.includes('cold') && !args.only.includes('latency')) return result;
+
+    progress('starting redis-server, registries A and B, regsync up');
+    redis = await startRedis();
+    redisClient = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+    redisClient.on('error', () => {});
+    const a = await startRegistry({ port: 0 });
+    registries.push(a);
+    const b = await startRegistry({ port: 0 });
+    registries.push(b);
+    const requestsA = new RequestCounter(a);
+    const requestsB = new RequestCounter(b);
+    counters.push(requestsA, requestsB);
+    const logDir = join(repoRoot(), 'dist', 'bench-logs');
+    regsync = await startRegsyncUp({ redisUrl: redis.url, logDir, profileDir: args.profileDir, nodeFlags: args.regsyncNodeFlags });
+    const up = regsync;
+    await callApi(up.url, 'POST', '/api/v1/clusters', { id: 'a', kind: 'nacos', endpoints: [a.endpoint] }, 201);
+    await callApi(up.url, 'POST', '/api/v1/clusters', { id: 'b', kind: 'nacos', endpoints: [b.endpoint] }, 201);
+    queue = new QueueSampler(redis.url);
+    const cpu = new CpuMeter(() => up.proc.pid, redisClient);
+    const deps = { a, b, api: up.url, requestsA, requestsB, cpu, queue, progress };
+
+    if (args.only.includes('cold')) {
+      progress(`(2) cold full sync: ${args.services.toLocaleString('en-US')} services x ${args.instances} instances`);
+      try {
+        const cold = await measureColdSync(deps, { services: args.services, instances: args.instances, idleS: args.idleS }, phaseMs);
+        const ratioToRaw = result.raw && result.raw.writesPerSecond > 0 ? cold.copiesPerSecond / result.raw.writesPerSecond : undefined;
+        result.cold = {
+          ...cold,
+          ratioToRaw,
+          target: COLD_SYNC_TARGET,
+          met: ratioToRaw === undefined ? undefined : !cold.timedOut && ratioToRaw >= COLD_SYNC_TARGET,
+        };
+        progress(`(2) ${(cold.elapsedMs / 1000).toFixed(2)} s, ${Math.round(cold.copiesPerSecond).toLocaleString('en-US')} copies/s`);
+      } catch (err) {
+        result.errors.push(`cold sync phase: ${describe(err)}`);
+      }
+    }
+    if (args.only.includes('latency')) {
+      progress(`(3) propagation latency: ${args.changes} changes at ${args.rate}/s`);
+      try {
+        const traceFile = args.trace ? join(logDir, `latency-trace-${new Date().toISOString().replace(/[:.]/g, '-')}.json`) : undefined;
+        const latency = await measurePropagation(deps, { changes: args.changes, rate: args.rate, traceFile }, phaseMs);
+        if (traceFile) progress(`(3) trace written to ${traceFile}`);
+        result.latency = {
+          ...latency,
+          targetP99Ms: LATENCY_P99_TARGET_MS,
+          met: latency.lost === 0 && latency.failed === 0 && latency.sent === latency.changes && latency.latencyMs.p99 <= LATENCY_P99_TARGET_MS,
+        };
+        progress(`(3) p50 ${latency.latencyMs.p50.toFixed(1)} ms, p99 ${latency.latencyMs.p99.toFixed(1)} ms`);
+      } catch (err) {
+        result.errors.push(`latency phase: ${describe(err)}`);
+      }
+    }
+    return result;
+  } finally {
+    progress('stopping');
+    if (regsync) {
+      const peakRssMiB = processPeakRssMiB(regsync.proc.pid);
+      await regsync.stop();
+      let profile;
+      if (regsync.profileDir) {
+        try {
+          profile = profileFiles(regsync.profileDir).map((f) => summarizeProfile(f, 20));
+        } catch (err) {
+          result.errors.push(`profile: ${describe(err)}`);
+        }
+      }
+      result.regsync = { logFile: regsync.logFile, peakRssMiB, logProblems: logProblems(regsync.output()), profile };
+    }
+    for (const c of counters) c.close();
+    await queue?.close();
+    redisClient?.disconnect();
+    await Promise.all(registries.map((r) => r.close()));
+    await redis?.cleanup();
+    result.durationMs = performance.now() - started;
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  let args: BenchArgs | undefined;
+  try {
+    args = parseBenchArgs(argv);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`bench: ${err.message}\n\n${USAGE}`);
+      return 2;
+    }
+    throw err;
+  }
+  if (!args) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  // The whole run is bounded: past the deadline it stops, and the exit hooks of test/support kill
+  // redis-server and regsync.
+  const timeoutS = args.timeoutS;
+  const watchdog = setTimeout(() => {
+    progress(`the run exceeded --timeout ${timeoutS} s; stopping`);
+    process.exit(3);
+  }, timeoutS * 1000);
+  watchdog.unref();
+
+  const result = await runBench(args);
+  process.stdout.write(args.json ? `${JSON.stringify(result, null, 2)}\n` : `\n${formatReport(result)}\n`);
+  return result.errors.length > 0 ? 1 : 0;
+}
+
+process.exitCode = await main(process.argv.slice(2));
