@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { createKubernetesAdapter } from '../adapters/kubernetes/index.js';
 import { createNacosAdapter } from '../adapters/nacos/index.js';
 import { buildApiApp } from './api/index.js';
 import { AdapterPool, type AdapterFactory } from './engine/adapter-pool.js';
@@ -54,7 +55,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
   const workerRedis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
   for (const r of [storeRedis, queueRedis, workerRedis]) r.on('error', (err) => logger.warn({ err }, 'redis connection error'));
   const store = new RegsyncStore(storeRedis, prefix);
-  const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: createNacosAdapter, ...options.adapters }, logger);
+  const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: createNacosAdapter, kubernetes: createKubernetesAdapter, ...options.adapters }, logger);
   const heartbeats = new HeartbeatScheduler({ logger });
   const queue = new ShardQueue({ connection: queueRedis, prefix: `${prefix}:bull`, changeDelayMs: options.changeDelayMs });
   const reconciler: Reconciler = new Reconciler({

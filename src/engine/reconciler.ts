@@ -40,6 +40,7 @@ export interface EngineStore {
 export type ReconcileOutcome =
   | { kind: 'synced'; upserts: number; removes: number; conflicts: number }
   | { kind: 'held'; reason: string }
+  | { kind: 'refused'; reason: string }
   | { kind: 'inactive' };
 
 export interface ReconcilerOptions {
@@ -186,6 +187,9 @@ export class Reconciler {
         await destination.apply(service, { upsert: plan.upsert, remove: plan.remove });
       } catch (err) {
         await this.recordError(taskId, service, `cannot write destination ${task.destination}: ${messageOf(err)}`);
+        // Refused for good (an object regsync does not own is in the way): the status says why, and
+        // the next full sync tries again; retrying the same plan now cannot succeed.
+        if ((err as { retryable?: unknown } | null)?.retryable === false) return { kind: 'refused', reason: messageOf(err) };
         throw err;
       }
       log.debug({ upserts: plan.upsert.length, removes: plan.remove.length }, 'applied');

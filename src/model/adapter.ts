@@ -37,7 +37,11 @@ export interface RegistryAdapter {
    * time where the registry can push, by polling otherwise.
    */
   watch(service: ServiceKey, onChange: () => void): Unsubscribe;
-  /** Writes a plan; rejects on the first failure after trying every write. */
+  /**
+   * Writes a plan; rejects after trying every write when any failed. An error carrying
+   * `retryable: false` means retrying the same plan cannot succeed (the engine then waits for the
+   * next full sync instead of retrying at once).
+   */
   apply(service: ServiceKey, plan: ApplyPlan): Promise<void>;
   /**
    * Renews one ephemeral instance, where the registry needs it (Nacos). Absent for registries whose

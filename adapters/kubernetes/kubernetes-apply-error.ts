@@ -1,0 +1,34 @@
+/** One write of an `apply` that failed. */
+export interface KubernetesWriteFailure {
+  op: 'create' | 'replace' | 'delete' | 'write';
+  /** `services ns/name`, `endpointslices ns/name`, or `instance ip:port#cluster` for an instance that cannot be written. */
+  target: string;
+  error: unknown;
+}
+
+/**
+ * Some writes of an `apply` failed. Every write was attempted first (one bad slice or instance must
+ * not hold back the others); `failures` says which ones failed and why, `errors` holds the causes
+ * as `AggregateError` does.
+ */
+export class KubernetesApplyError extends AggregateError {
+  override readonly name = 'KubernetesApplyError';
+  readonly code = 'kubernetes-apply-failed';
+
+  constructor(
+    readonly clusterId: string,
+    /** `namespace/name` of the Kubernetes Service. */
+    readonly service: string,
+    readonly failures: readonly KubernetesWriteFailure[],
+  ) {
+    const shown = failures
+      .slice(0, 5)
+      .map((f) => `${f.op} ${f.target}: ${f.error instanceof Error ? f.error.message : String(f.error)}`)
+      .join('; ');
+    const more = failures.length > 5 ? `; and ${failures.length - 5} more` : '';
+    super(
+      failures.map((f) => f.error),
+      `kubernetes cluster ${clusterId}: ${failures.length} write(s) to service ${service} failed: ${shown}${more}`,
+    );
+  }
+}
