@@ -88,12 +88,14 @@ describe('POST /api/v1/clusters', () => {
       clusterBody('k8s', { kind: 'kubernetes', endpoints: ['[::1]:6443', 'my_host.internal:65535', '192.168.1.1:1'] }),
       clusterBody('many', { endpoints }),
       clusterBody('hp', { hasPassword: true }),
+      // Kubernetes takes its API server from the kubeconfig: no endpoint needed.
+      clusterBody('kube', { kind: 'kubernetes', endpoints: [] }),
     ];
     for (const body of accepted) {
       const res = await post(body);
       expect(res.statusCode, res.payload).toBe(201);
     }
-    expect((await h.store.listClusters()).map((c) => c.id)).toEqual(['a', `a${'-'.repeat(61)}b`, 'hp', 'k8s', 'many']);
+    expect((await h.store.listClusters()).map((c) => c.id)).toEqual(['a', `a${'-'.repeat(61)}b`, 'hp', 'k8s', 'kube', 'many']);
     // hasPassword is read-only: sending it does not invent a password.
     expect((await h.store.getCluster('hp'))?.password).toBeUndefined();
   });

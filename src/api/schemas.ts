@@ -35,7 +35,6 @@ const clusterFields = {
   kind: { type: 'string', enum: [...CLUSTER_KINDS] },
   endpoints: {
     type: 'array',
-    minItems: 1,
     maxItems: 32,
     items: { type: 'string', maxLength: 261, pattern: ENDPOINT_PATTERN },
   },
@@ -54,12 +53,23 @@ const clusterFields = {
   options: { type: 'object' },
 } as const;
 
+/**
+ * Nacos and ZooKeeper need at least one endpoint; Kubernetes takes its API server from the
+ * kubeconfig (or the in-cluster config), so its list may be empty.
+ */
+const endpointsNeededUnlessKubernetes = {
+  if: { properties: { kind: { const: 'kubernetes' } } },
+  then: {},
+  else: { properties: { endpoints: { minItems: 1 } } },
+} as const;
+
 /** `POST /api/v1/clusters`. */
 export const createClusterBody = {
   type: 'object',
   additionalProperties: false,
   required: ['id', 'kind', 'endpoints'],
   properties: { id, ...clusterFields },
+  ...endpointsNeededUnlessKubernetes,
 } as const;
 
 /** `PUT /api/v1/clusters/:id`: the id may be left out; `password: null` removes the stored one. */
@@ -72,6 +82,7 @@ export const replaceClusterBody = {
     ...clusterFields,
     password: { anyOf: [clusterFields.password, { type: 'null' }] },
   },
+  ...endpointsNeededUnlessKubernetes,
 } as const;
 
 /** `POST /api/v1/tasks`. */
