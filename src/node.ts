@@ -24,7 +24,7 @@ export interface NodeOptions {
   concurrency?: number;
   /** See {@link ReconcilerOptions.confirmEmptyMs}. */
   confirmEmptyMs?: number;
-  /** Delay that coalesces a burst of changes into one reconcile. Default 10 ms. */
+  /** Delay that coalesces a burst of changes into one reconcile. Default 0 (the queue's de-duplication coalesces bursts). */
   changeDelayMs?: number;
   /** Extra or replacement adapter factories (tests, plug-ins). */
   adapters?: Partial<Record<ClusterKind, AdapterFactory>>;

@@ -123,13 +123,18 @@ export class NacosAdapter implements RegistryAdapter {
   /** Every instance of a service; rejects on any failure (a failed read is never an empty service). */
   async listInstances(service: ServiceKey): Promise<Instance[]> {
     const api = await this.api();
-    return api.listInstances(toServiceRef(service));
+    const ref = toServiceRef(service);
+    const instances = await api.listInstances(ref);
+    // The first read of a watched service is its watch's baseline (the watch's first poll comes later).
+    this.hub.observed(ref, instances);
+    return instances;
   }
 
   /**
    * Calls `onChange` when the service may have changed: at once on a UDP push (v1), else when a poll
    * every `pollIntervalMs` sees different instances. Watchers of one service share one subscription;
-   * the first poll records a baseline without calling anyone, so read after watching.
+   * the first read after watching (or else the first poll, which comes within a few seconds and
+   * subscribes to push) records a baseline without calling anyone, so read after watching.
    */
   watch(service: ServiceKey, onChange: () => void): Unsubscribe {
     if (this.closing) {
@@ -280,7 +285,7 @@ export class NacosAdapter implements RegistryAdapter {
     const receiver = new PushReceiver({
       log: this.log,
       isClusterAddress: (address) => allowed.has(unmapped(address)),
-      onService: (grouped, instances) => this.hub.pushed(grouped, instances),
+      onService: (grouped) => this.hub.pushed(grouped),
     });
     const udpPort = await receiver.start(route.localAddress);
     if (this.closing) {

@@ -159,9 +159,11 @@ export class NacosHttp {
       const endpoint = endpoints[index] as NacosEndpoint;
       lastEndpoint = endpoint;
       this.assertOpen(call, endpoint.label);
-      const signal = AbortSignal.timeout(requestTimeoutMs);
       try {
-        const res = await this.pool(endpoint).request({ method: call.method, path: target, headers, body, signal });
+        // No per-request AbortSignal (a timer and an abort controller per request): the pool's
+        // connect, headers and body timeouts (each requestTimeoutMs) bound every attempt, and at most
+        // maxConcurrency requests (= the pool's connections) are in flight, so none waits in the pool.
+        const res = await this.pool(endpoint).request({ method: call.method, path: target, headers, body });
         const text = await res.body.text();
         const answer = { status: res.statusCode, body: text, endpoint: endpoint.label };
         if (TRY_NEXT_STATUSES.has(res.statusCode) && endpoints.length > 1) {
@@ -175,7 +177,7 @@ export class NacosHttp {
         this.assertOpen(call, endpoint.label);
         lastError = err;
         lastAnswer = undefined;
-        if (signal.aborted) timeouts += 1;
+        if (isTimeout(err)) timeouts += 1;
         log.debug({ endpoint: endpoint.label, path, err: describeNetworkError(err) }, 'nacos endpoint failed; trying the next');
       }
     }
@@ -222,6 +224,14 @@ export class NacosHttp {
       detail: 'the adapter is closed',
     });
   }
+}
+
+/** undici's own timeouts (connect, headers, body), set on the pool from requestTimeoutMs. */
+const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+function isTimeout(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && TIMEOUT_CODES.has(code);
 }
 
 /** A network error in one line: code and message, never a URL (it may hold a token). */

@@ -2,7 +2,6 @@ import { createSocket, type Socket } from 'node:dgram';
 import { gzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Instance } from '../../src/model/index.js';
 import { waitUntil } from '../../test/support/wait-until.js';
 import { PushReceiver } from './push-receiver.js';
 
@@ -28,11 +27,11 @@ describe('PushReceiver', () => {
     Buffer.from(JSON.stringify({ type: 'dom', data: JSON.stringify({ name, hosts }), lastRefTime }));
 
   it('acknowledges pushes from the cluster, plain or gzipped, and hands the service on', async () => {
-    const pushed: Array<{ name: string; instances: Instance[] }> = [];
+    const pushed: string[] = [];
     const receiver = new PushReceiver({
       log: pino({ level: 'silent' }),
       isClusterAddress: (a) => a === '127.0.0.1',
-      onService: (name, instances) => pushed.push({ name, instances }),
+      onService: (name) => pushed.push(name),
     });
     const port = await receiver.start('127.0.0.1');
     closers.push(() => receiver.close());
@@ -45,8 +44,7 @@ describe('PushReceiver', () => {
       { type: 'push-ack', lastRefTime: 1, data: '' },
       { type: 'push-ack', lastRefTime: 2, data: '' },
     ]);
-    expect(pushed.map((p) => p.name)).toEqual(['G@@a', 'G@@b']);
-    expect(pushed[0]?.instances).toEqual([expect.objectContaining({ ip: '10.40.0.1', port: 1 })]);
+    expect(pushed).toEqual(['G@@a', 'G@@b']);
     expect(receiver.stats()).toEqual({ received: 2, acked: 2, dropped: 0 });
   });
 
@@ -82,5 +80,20 @@ describe('PushReceiver', () => {
     await server.send(domPacket(3, 'G@@ok', []), port);
     await waitUntil(() => server.replies.length > 0, { message: 'ack' });
     expect(server.replies).toEqual([{ type: 'push-ack', lastRefTime: 3, data: '' }]);
+  });
+
+  it('hands on only the service name: instances are never decoded on the push path', async () => {
+    const pushed: string[] = [];
+    const receiver = new PushReceiver({ log: pino({ level: 'silent' }), isClusterAddress: () => true, onService: (name) => pushed.push(name) });
+    const port = await receiver.start('127.0.0.1');
+    closers.push(() => receiver.close());
+    const server = await fakeServer();
+    // Hosts that would fail conversion (no ip): a push naming the service is still handed on and acked.
+    await server.send(domPacket(4, 'G@@unconverted', [{ port: 'not a port' }]), port);
+    // Nacos 2.x style: plain name with groupName beside it (full-parse fallback).
+    const plain = Buffer.from(JSON.stringify({ type: 'dom', data: JSON.stringify({ hosts: [], groupName: 'G2', name: 'plain' }), lastRefTime: 5 }));
+    await server.send(plain, port);
+    await waitUntil(() => server.replies.length === 2 && pushed.length === 2, { message: 'both handed on' });
+    expect(pushed).toEqual(['G@@unconverted', 'G2@@plain']);
   });
 });

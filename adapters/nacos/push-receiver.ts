@@ -1,16 +1,18 @@
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import type { Logger } from 'pino';
-import type { Instance } from '../../src/model/index.js';
 import { unmapped } from './local-address.js';
-import { decodePushPacket, pushAck, pushedService } from './wire.js';
+import { decodePushPacket, pushAck, pushedServiceName } from './wire.js';
 
 export interface PushReceiverOptions {
   log: Logger;
   /** Whether a sender belongs to the cluster; anything else is dropped without an answer. */
   isClusterAddress: (address: string) => boolean;
-  /** A `dom` packet said this service (`group@@name`, namespace unknown) now holds these instances. */
-  onService: (groupedName: string, instances: Instance[]) => void;
+  /**
+   * A `dom` packet said this service (`group@@name`, namespace unknown) changed. Its instances are
+   * not decoded: watchers only need to know that they should read again.
+   */
+  onService: (groupedName: string) => void;
 }
 
 /** Counters of a push receiver. */
@@ -24,7 +26,8 @@ export interface PushReceiverStats {
 /**
  * The adapter's one UDP socket for Nacos push (v1 `udpPort` subscriptions), shared by every watched
  * service. Decodes `dom` packets (gzipped or not), answers each with `push-ack` (`dump-ack`,
- * `unknown-ack` for other types) to the sender, as the official SDKs do, and hands the service on.
+ * `unknown-ack` for other types) to the sender, as the official SDKs do, and hands the service's
+ * name on (only the name: the instances are read again by whoever cares).
  * Only cluster addresses are ever answered.
  */
 export class PushReceiver {
@@ -90,13 +93,13 @@ export class PushReceiver {
     });
     this.counters.acked += 1;
     if (packet.type !== 'dom' && packet.type !== 'service') return;
-    let service: ReturnType<typeof pushedService>;
+    let name: string;
     try {
-      service = pushedService(packet.data);
+      name = pushedServiceName(packet.data);
     } catch (err) {
       log.warn({ err, from: `${from.address}:${from.port}` }, 'unreadable service in a push packet; polling will catch up');
       return;
     }
-    this.options.onService(service.groupedName, service.instances);
+    this.options.onService(name);
   }
 }

@@ -9,6 +9,14 @@ export interface WatchHubOptions {
   list: (ref: ServiceRef) => Promise<Instance[]>;
   /** Random number in [0, 1) for poll jitter; injectable for tests. */
   random?: () => number;
+  /**
+   * When many services are watched at once (a `*` task starting), their first polls come after a
+   * random delay, spread over 2 ms per service still waiting for its first poll, at most this
+   * (and `pollIntervalMs`): the reads of callers who watch and then read (the engine) go first and
+   * the polls spread out. A few services are polled (and subscribed to push) almost at once.
+   * Default 3000 ms.
+   */
+  firstPollSpreadMs?: number;
 }
 
 interface Watcher {
@@ -20,20 +28,27 @@ interface Subscription {
   key: string;
   watchers: Set<Watcher>;
   timer: NodeJS.Timeout | undefined;
-  /** Fingerprint of the last instances seen (poll or push); undefined before the first read. */
+  /** Fingerprint of the last instances seen (a poll, or a caller's first read); undefined before the first read. */
   fingerprint: string | undefined;
   /** The last poll failed. */
   failing: boolean;
   active: boolean;
+  /** The first poll has not started yet. */
+  awaitingFirstPoll: boolean;
 }
 
 /**
  * The watches of one adapter: one subscription per service however many watchers it has, each
  * polled every `pollIntervalMs` (with ±10% jitter so that thousands of services spread out), and
- * told about pushes. A watcher is called when the instances differ from the last ones seen, so an
- * outage that changed nothing wakes nobody when it ends, while one that did is noticed at the first
- * poll that works. The first successful poll only records what is there (callers read after they
- * watch); if the first polls failed, the first one that works calls the watchers.
+ * told about pushes. A watcher is called when a poll finds instances that differ from the last ones
+ * seen, so an outage that changed nothing wakes nobody when it ends, while one that did is noticed at
+ * the first poll that works; and at once on every push for the service (a push is not decoded: it
+ * only says "read again", and the readers de-duplicate). A push does not move the baseline, so a
+ * later poll that still differs from it calls the watchers once more (harmless: level-triggered
+ * readers), and a change whose push was lost is still noticed. The first poll comes after a short
+ * random delay; the first read of the service (see {@link observed}) or else the first successful
+ * poll only records what is there (callers read after they watch); if the first polls failed, the
+ * first one that works calls the watchers.
  *
  * A watch never throws: poll failures are logged (once per outage, then quietly) and retried at the
  * next interval; a throwing watcher is logged and does not disturb the others.
@@ -43,6 +58,8 @@ export class WatchHub {
   /** Subscriptions by `group@@name`: a push does not say which namespace it is about. */
   private readonly byGroupedName = new Map<string, Set<Subscription>>();
   private closed = false;
+  /** Subscriptions whose first poll has not started yet. */
+  private awaitingFirstPoll = 0;
 
   constructor(private readonly options: WatchHubOptions) {}
 
@@ -56,7 +73,8 @@ export class WatchHub {
     const key = watchKey(ref);
     let sub = this.subscriptions.get(key);
     if (!sub) {
-      sub = { ref, key, watchers: new Set(), timer: undefined, fingerprint: undefined, failing: false, active: true };
+      sub = { ref, key, watchers: new Set(), timer: undefined, fingerprint: undefined, failing: false, active: true, awaitingFirstPoll: true };
+      this.awaitingFirstPoll += 1;
       this.subscriptions.set(key, sub);
       const grouped = groupedName(ref);
       let set = this.byGroupedName.get(grouped);
@@ -65,7 +83,9 @@ export class WatchHub {
         this.byGroupedName.set(grouped, set);
       }
       set.add(sub);
-      this.schedule(sub, 0);
+      const random = this.options.random ?? Math.random;
+      const spread = Math.min(this.options.pollIntervalMs, this.options.firstPollSpreadMs ?? 3_000, 2 * this.awaitingFirstPoll);
+      this.schedule(sub, Math.floor(spread * random()));
     }
     const watcher: Watcher = { onChange };
     sub.watchers.add(watcher);
@@ -74,19 +94,24 @@ export class WatchHub {
   }
 
   /**
-   * A push says service `grouped` now holds `instances`, in one of the namespaces that watch it.
-   * Every such subscription whose last seen instances differ is told; when only one namespace
-   * watches the name, the push also becomes its last seen state (so the next poll stays quiet).
+   * A push says service `grouped` changed, in one of the namespaces that watch it: every such
+   * subscription is told (no instances are decoded or compared on this path).
    */
-  pushed(grouped: string, instances: Instance[]): void {
+  pushed(grouped: string): void {
     const subs = this.byGroupedName.get(grouped);
     if (!subs || subs.size === 0) return;
-    const fingerprint = instancesFingerprint(instances);
-    for (const sub of [...subs]) {
-      if (sub.fingerprint === fingerprint) continue;
-      if (subs.size === 1) sub.fingerprint = fingerprint;
-      this.notify(sub, 'push');
-    }
+    for (const sub of [...subs]) this.notify(sub, 'push');
+  }
+
+  /**
+   * Someone read a watched service (the engine's reconcile). Before the subscription's first poll
+   * this read becomes its baseline, so that a change between this read and the (delayed) first poll
+   * is noticed by that poll. Later reads change nothing.
+   */
+  observed(ref: ServiceRef, instances: readonly Instance[]): void {
+    const sub = this.subscriptions.get(watchKey(ref));
+    if (!sub || !sub.active || sub.fingerprint !== undefined) return;
+    sub.fingerprint = instancesFingerprint(instances);
   }
 
   close(): void {
@@ -107,6 +132,7 @@ export class WatchHub {
   }
 
   private deactivate(sub: Subscription): void {
+    this.firstPollStarted(sub);
     sub.active = false;
     if (sub.timer) clearTimeout(sub.timer);
     sub.timer = undefined;
@@ -118,8 +144,15 @@ export class WatchHub {
     sub.timer.unref();
   }
 
+  private firstPollStarted(sub: Subscription): void {
+    if (!sub.awaitingFirstPoll) return;
+    sub.awaitingFirstPoll = false;
+    this.awaitingFirstPoll -= 1;
+  }
+
   private async poll(sub: Subscription): Promise<void> {
     sub.timer = undefined;
+    this.firstPollStarted(sub);
     if (!sub.active) return;
     const { log } = this.options;
     try {

@@ -212,6 +212,27 @@ export function pushAck(packet: PushPacket): Buffer {
   return Buffer.from(JSON.stringify({ type, lastRefTime: packet.lastRefTime, data: type === 'dump-ack' ? '{}' : '' }));
 }
 
+/** `"name":"..."` at the start of a ServiceInfo document, without escapes (the common case). */
+const LEADING_NAME = /^\s*\{\s*"name"\s*:\s*"([^"\\]+)"/;
+
+/**
+ * Only the name of the service a `dom` packet is about (`group@@name`), without converting its
+ * instances: a push only says "look again". Reads the name off the start of the document when it
+ * comes first and is already grouped (what Nacos 1.x and the embedded registry send); otherwise
+ * parses the document and reads `name` and `groupName`. Throws {@link WireFormatError} when unreadable.
+ */
+export function pushedServiceName(data: string): string {
+  const quick = LEADING_NAME.exec(data.length > 512 ? data.slice(0, 512) : data)?.[1];
+  if (quick !== undefined && quick.includes(GROUP_SEPARATOR)) return quick;
+  const info = parseJson(data);
+  if (!isRecord(info) || typeof info.name !== 'string' || info.name === '') {
+    throw new WireFormatError(`pushed service without a name: ${excerpt(data)}`);
+  }
+  return info.name.includes(GROUP_SEPARATOR)
+    ? info.name
+    : `${typeof info.groupName === 'string' && info.groupName !== '' ? info.groupName : DEFAULT_GROUP}${GROUP_SEPARATOR}${info.name}`;
+}
+
 /**
  * The service a `dom` packet is about, and its instances. Nacos 1.x names it `group@@name`; 2.x may
  * send the plain name with `groupName` beside it. Throws {@link WireFormatError} when unreadable.

@@ -140,6 +140,9 @@ export class Reconciler {
     let destination: RegistryAdapter;
     let sourceInstances: Instance[];
     let destinationInstances: Instance[];
+    // Read alongside the registries rather than after them (one Redis round trip less per reconcile).
+    const destinationSpecRead = store.getCluster(task.destination);
+    destinationSpecRead.catch(() => undefined);
     try {
       source = await this.opts.adapters.get(task.source);
       destination = await this.opts.adapters.get(task.destination);
@@ -173,7 +176,7 @@ export class Reconciler {
       throw err;
     }
 
-    const destinationSpec = await store.getCluster(task.destination);
+    const destinationSpec = await destinationSpecRead;
     const aliases = destinationSpec?.options.aliases;
     const { desired } = transform(sourceInstances, {
       taskId,

@@ -16,6 +16,8 @@ import type { EngineStore, Reconciler } from './reconciler.js';
 /** Where reconcile requests go (the shard queue). */
 export interface ReconcileSink {
   enqueue(key: string, reason: ReconcileJobData['reason'], delayMs?: number): Promise<void>;
+  /** Many keys at once (batched where the queue can); the engine falls back to `enqueue` per key. */
+  enqueueMany?(keys: readonly string[], reason: ReconcileJobData['reason']): Promise<void>;
 }
 
 interface ActiveTask {
@@ -138,7 +140,7 @@ export class SyncEngine implements TaskControl {
       this.log.warn({ err, task: task.id }, 'task cannot start yet; retrying at the next full sync');
       await this.opts.store.setTaskError(task.id, message);
     }
-    await Promise.all([...active.services.keys()].map((key) => this.opts.queue.enqueue(key, 'start')));
+    await this.enqueueAll([...active.services.keys()], 'start');
   }
 
   /** Makes the watched services match the task (one service, or every service for `*`); answers the keys added. */
@@ -152,7 +154,7 @@ export class SyncEngine implements TaskControl {
       // Services appearing in the source are picked up at once, not at the next full sync.
       active.unwatchServices = source.watchServices(scope, () => {
         void this.expand(active)
-          .then((added) => Promise.all(added.map((key) => this.opts.queue.enqueue(key, 'start'))))
+          .then((added) => this.enqueueAll(added, 'start'))
           .catch((err: unknown) => this.log.warn({ err, task: task.id }, 'service list refresh failed'));
       });
     }
@@ -178,7 +180,14 @@ export class SyncEngine implements TaskControl {
     } catch (err) {
       await this.opts.store.setTaskError(active.task.id, `cannot list services: ${err instanceof Error ? err.message : String(err)}`);
     }
-    await Promise.all([...active.services.keys()].map((key) => this.opts.queue.enqueue(key, 'full')));
+    await this.enqueueAll([...active.services.keys()], 'full');
+  }
+
+  private async enqueueAll(keys: readonly string[], reason: ReconcileJobData['reason']): Promise<void> {
+    if (keys.length === 0) return;
+    const { queue } = this.opts;
+    if (queue.enqueueMany) await queue.enqueueMany(keys, reason);
+    else await Promise.all(keys.map((key) => queue.enqueue(key, reason)));
   }
 
   private deactivate(taskId: string): void {

@@ -1,4 +1,4 @@
-import { Queue, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import { Queue, Worker, type ConnectionOptions, type Job, type JobsOptions } from 'bullmq';
 import type { Logger } from 'pino';
 
 /** What a reconcile job carries: only the service sync key, never instance data. */
@@ -21,7 +21,10 @@ export interface ShardQueueOptions {
   /** Redis key prefix of every queue (default `regsync:bull`). */
   prefix?: string;
   shard?: number;
-  /** Delay of change jobs: a burst of changes within it becomes one reconcile. Default 10 ms. */
+  /**
+   * Delay of change jobs: a burst of changes within it becomes one reconcile. Default 0: a burst
+   * arriving while a job waits or runs is coalesced by the de-duplication anyway.
+   */
   changeDelayMs?: number;
 }
 
@@ -40,28 +43,26 @@ export class ShardQueue {
       connection: options.connection,
       prefix: options.prefix ?? 'regsync:bull',
     });
-    this.changeDelayMs = options.changeDelayMs ?? 10;
+    this.changeDelayMs = options.changeDelayMs ?? 0;
   }
 
   /** Asks for a reconcile of `key` soon. */
   async enqueue(key: string, reason: ReconcileJobData['reason'], delayMs?: number): Promise<void> {
     const delay = delayMs ?? (reason === 'change' ? this.changeDelayMs : 0);
-    await this.queue.add(
-      RECONCILE_JOB,
-      { key, since: Date.now(), reason },
-      {
-        deduplication: { id: key, keepLastIfActive: true },
-        ...(delay > 0 ? { delay } : {}),
-        attempts: 4,
-        backoff: { type: 'exponential', delay: 500 },
-        removeOnComplete: true,
-        removeOnFail: 1000,
-      },
-    );
+    await this.queue.add(RECONCILE_JOB, { key, since: Date.now(), reason }, jobOptions(key, delay));
   }
 
+  /**
+   * Asks for a reconcile of every key, in pipelined batches (`addBulk`: one round trip per batch,
+   * each job added by the same script as {@link enqueue}, with the same de-duplication).
+   */
   async enqueueMany(keys: readonly string[], reason: ReconcileJobData['reason']): Promise<void> {
-    await Promise.all(keys.map((k) => this.enqueue(k, reason)));
+    const delay = reason === 'change' ? this.changeDelayMs : 0;
+    const since = Date.now();
+    for (let i = 0; i < keys.length; i += BULK_SIZE) {
+      const batch = keys.slice(i, i + BULK_SIZE);
+      await this.queue.addBulk(batch.map((key) => ({ name: RECONCILE_JOB, data: { key, since, reason }, opts: jobOptions(key, delay) })));
+    }
   }
 
   async depth(): Promise<number> {
@@ -72,6 +73,20 @@ export class ShardQueue {
   async close(): Promise<void> {
     await this.queue.close();
   }
+}
+
+/** Jobs per `addBulk` call: bounds one pipeline while keeping round trips few. */
+const BULK_SIZE = 500;
+
+function jobOptions(key: string, delay: number): JobsOptions {
+  return {
+    deduplication: { id: key, keepLastIfActive: true },
+    ...(delay > 0 ? { delay } : {}),
+    attempts: 4,
+    backoff: { type: 'exponential', delay: 500 },
+    removeOnComplete: true,
+    removeOnFail: 1000,
+  };
 }
 
 /** The consumer side: runs `process` for every job, `concurrency` at a time. */

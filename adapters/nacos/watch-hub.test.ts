@@ -1,0 +1,122 @@
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Instance } from '../../src/model/index.js';
+import { waitUntil } from '../../test/support/wait-until.js';
+import { WatchHub } from './watch-hub.js';
+import type { ServiceRef } from './wire.js';
+
+const silent = pino({ level: 'silent' });
+const HOUR = 3_600_000;
+const ref = (name: string, namespaceId = 'public'): ServiceRef => ({ namespaceId, group: 'G', name });
+const instance = (ip: string): Instance => ({
+  ip,
+  port: 1,
+  weight: 1,
+  healthy: true,
+  enabled: true,
+  ephemeral: false,
+  cluster: 'DEFAULT',
+  metadata: {},
+});
+
+describe('WatchHub', () => {
+  const hubs: WatchHub[] = [];
+  afterEach(() => {
+    for (const h of hubs.splice(0)) h.close();
+  });
+
+  it('tells the watchers of every namespace watching a pushed name, without reading or decoding anything', () => {
+    let lists = 0;
+    const hub = new WatchHub({ pollIntervalMs: HOUR, log: silent, list: async () => {
+        lists += 1;
+        return [];
+      },
+    });
+    hubs.push(hub);
+    const calls: string[] = [];
+    hub.watch(ref('a'), () => calls.push('public/a'));
+    hub.watch(ref('a', 'dev'), () => calls.push('dev/a'));
+    hub.watch(ref('b'), () => calls.push('public/b'));
+    hub.pushed('G@@a');
+    hub.pushed('G@@unknown');
+    expect(calls).toEqual(['public/a', 'dev/a']);
+    // Repeated pushes (resends) each wake the watchers; the queue de-duplicates.
+    hub.pushed('G@@a');
+    expect(calls).toHaveLength(4);
+    expect(lists).toBe(0);
+  });
+
+  it('delays the first poll, and a read before it becomes the baseline that the poll compares with', async () => {
+    let current = [instance('10.0.0.1')];
+    const polls: number[] = [];
+    let sPolledAt = -1;
+    const start = Date.now();
+    const hub = new WatchHub({
+      pollIntervalMs: HOUR,
+      firstPollSpreadMs: 200,
+      random: () => 0.99,
+      log: silent,
+      list: async (r) => {
+        polls.push(Date.now() - start);
+        if (r.name === 's') sPolledAt = Date.now() - start;
+        return current;
+      },
+    });
+    hubs.push(hub);
+    let calls = 0;
+    // Many services watched at once: their first polls spread out (here over 200 ms).
+    for (let i = 0; i < 200; i++) hub.watch(ref(`other-${i}`), () => {});
+    hub.watch(ref('s'), () => (calls += 1));
+    // The engine reads right after watching: that read is the baseline.
+    hub.observed(ref('s'), current);
+    // Changed between that read and the first poll (no push yet: the poll subscribes).
+    current = [instance('10.0.0.1'), instance('10.0.0.2')];
+    expect(polls).toEqual([]);
+    await waitUntil(() => polls.length === 201, { message: 'first polls' });
+    // 201 services waiting: spread min(200 ms, 2 ms x 201); with random() = 0.99, 198 ms.
+    expect(sPolledAt).toBeGreaterThanOrEqual(150);
+    expect(calls).toBe(1);
+  });
+
+  it('without an earlier read, the first poll only records a baseline; later reads do not move it', async () => {
+    const current = [instance('10.0.0.1')];
+    let polls = 0;
+    const hub = new WatchHub({
+      pollIntervalMs: 30,
+      log: silent,
+      list: async () => {
+        polls += 1;
+        return current;
+      },
+    });
+    hubs.push(hub);
+    let calls = 0;
+    hub.watch(ref('s'), () => (calls += 1));
+    await waitUntil(() => polls >= 1, { message: 'first poll' });
+    hub.observed(ref('s'), []);
+    await waitUntil(() => polls >= 3, { message: 'more polls' });
+    expect(calls).toBe(0);
+  });
+
+  it('a push does not move the baseline: a change whose push was lost is still found by the next poll', async () => {
+    let current = [instance('10.0.0.1')];
+    let polls = 0;
+    const hub = new WatchHub({
+      pollIntervalMs: 30,
+      firstPollSpreadMs: 0,
+      log: silent,
+      list: async () => {
+        polls += 1;
+        return current;
+      },
+    });
+    hubs.push(hub);
+    let calls = 0;
+    hub.watch(ref('s'), () => (calls += 1));
+    await waitUntil(() => polls >= 1, { message: 'baseline poll' });
+    current = [instance('10.0.0.2')];
+    hub.pushed('G@@s');
+    expect(calls).toBe(1);
+    await waitUntil(() => calls >= 2, { message: 'next poll calls again' });
+  });
+});
