@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createKubernetesAdapter } from '../adapters/kubernetes/index.js';
 import { createNacosAdapter } from '../adapters/nacos/index.js';
+import { createZooKeeperAdapter } from '../adapters/zookeeper/index.js';
 import { buildApiApp } from './api/index.js';
 import { AdapterPool, type AdapterFactory } from './engine/adapter-pool.js';
 import { HeartbeatScheduler } from './engine/heartbeat-scheduler.js';
@@ -55,7 +56,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
   const workerRedis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
   for (const r of [storeRedis, queueRedis, workerRedis]) r.on('error', (err) => logger.warn({ err }, 'redis connection error'));
   const store = new RegsyncStore(storeRedis, prefix);
-  const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: createNacosAdapter, kubernetes: createKubernetesAdapter, ...options.adapters }, logger);
+  const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: createNacosAdapter, zookeeper: createZooKeeperAdapter, kubernetes: createKubernetesAdapter, ...options.adapters }, logger);
   const heartbeats = new HeartbeatScheduler({ logger });
   const queue = new ShardQueue({ connection: queueRedis, prefix: `${prefix}:bull`, changeDelayMs: options.changeDelayMs });
   const reconciler: Reconciler = new Reconciler({

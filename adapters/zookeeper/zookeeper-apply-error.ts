@@ -1,0 +1,35 @@
+/** One write of an `apply` that failed. */
+export interface ZooKeeperWriteFailure {
+  op: 'upsert' | 'remove';
+  /** `ip:port#cluster`, the instance's identity inside the service. */
+  instance: string;
+  error: unknown;
+}
+
+/**
+ * Some writes of an `apply` failed. Every write was attempted first (one bad instance must not hold
+ * back the others); `failures` says which ones failed and why, `errors` holds the causes as
+ * `AggregateError` does.
+ */
+export class ZooKeeperApplyError extends AggregateError {
+  override readonly name = 'ZooKeeperApplyError';
+  readonly code = 'zookeeper-apply-failed';
+
+  constructor(
+    readonly clusterId: string,
+    /** The service's name as the task gives it. */
+    readonly service: string,
+    readonly failures: readonly ZooKeeperWriteFailure[],
+    readonly attempted: number,
+  ) {
+    const shown = failures
+      .slice(0, 5)
+      .map((f) => `${f.op} ${f.instance}: ${f.error instanceof Error ? f.error.message : String(f.error)}`)
+      .join('; ');
+    const more = failures.length > 5 ? `; and ${failures.length - 5} more` : '';
+    super(
+      failures.map((f) => f.error),
+      `zookeeper cluster ${clusterId}: ${failures.length} of ${attempted} writes to ${service} failed: ${shown}${more}`,
+    );
+  }
+}
