@@ -3,7 +3,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ApplyPlan, ClusterSpec, Instance, RegistryAdapter, ServiceKey, Unsubscribe } from '../../src/model/index.js';
 import { instanceId, serviceKeyString } from '../../src/model/index.js';
-import { KeyedLock } from './keyed-lock.js';
+import { KeyedLock } from '../../src/util/keyed-lock.js';
 import { KubeClient, loadKubeConfig } from './kube-client.js';
 import { KubeInformer, type InformerEvent, type InformerStats } from './kube-informer.js';
 import {

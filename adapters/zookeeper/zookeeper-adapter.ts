@@ -12,7 +12,7 @@ import {
 } from '../../src/model/index.js';
 import { CuratorLayout } from './curator-layout.js';
 import { DubboLayout } from './dubbo-layout.js';
-import { KeyedLock } from './keyed-lock.js';
+import { KeyedLock } from '../../src/util/keyed-lock.js';
 import { OwnedNodes, parentOf, type OwnedNode } from './owned-nodes.js';
 import { ZooKeeperApplyError, type ZooKeeperWriteFailure } from './zookeeper-apply-error.js';
 import { ZooKeeperConfigError } from './zookeeper-config-error.js';

@@ -1,7 +1,7 @@
 /**
- * Runs async sections one at a time per key (different keys run concurrently). The adapter locks a
- * service directory around a write and around re-creating its nodes after a session expiry, so the
- * two never interleave and a node is never created twice.
+ * Runs async sections one at a time per key (different keys run concurrently). Adapters lock a
+ * destination service around each write (and the ZooKeeper adapter around re-creating its nodes
+ * after a session expiry), so two writers in one process take turns instead of racing.
  */
 export class KeyedLock {
   private readonly tails = new Map<string, Promise<void>>();
