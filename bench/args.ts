@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 
 /** The phases of a run, in the order they run. */
-export const PHASES = ['raw', 'cold', 'latency'] as const;
+export const PHASES = ['raw', 'cold', 'latency', 'zk'] as const;
 export type Phase = (typeof PHASES)[number];
 
 /** What one run measures and how hard it pushes. */
@@ -22,6 +22,9 @@ export interface BenchArgs {
   changes: number;
   /** Changes per second of the propagation phase. */
   rate: number;
+  /** Dubbo interfaces and providers of each, for the ZooKeeper cold sync. */
+  zkInterfaces: number;
+  zkProviders: number;
   /** Phases to run (default all). */
   only: Phase[];
   json: boolean;
@@ -49,8 +52,10 @@ export const USAGE = `usage: npm run bench -- [options]
   --idle <s>          after the cold sync, seconds its task keeps running with nothing changing,
                       to measure its standing cost (default 10; --quick 2; 0 skips)
   --changes <n>       changes of the propagation phase (default 1000; --quick 200)
+  --zk-interfaces <n> Dubbo interfaces of the ZooKeeper cold sync (default 1000; --quick 100)
+  --zk-providers <n>  providers per interface (default 5)
   --rate <n>          changes per second of the propagation phase (default 200)
-  --only <list>       phases to run, comma separated: raw,cold,latency (default all)
+  --only <list>       phases to run, comma separated: raw,cold,latency,zk (default all)
   --profile           write a CPU profile of the regsync process (node --cpu-prof) and print
                       where its time went; best with --only (one phase per profile)
   --profile-dir <dir> where the profile goes (default dist/bench-profiles; implies --profile)
@@ -101,6 +106,8 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
         'phase-timeout': { type: 'string' },
         timeout: { type: 'string' },
         quick: { type: 'boolean' },
+        'zk-interfaces': { type: 'string' },
+        'zk-providers': { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -127,6 +134,8 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
     idleS: v.idle === '0' ? 0 : positiveInt('idle', v.idle, quick ? 2 : 10),
     changes: positiveInt('changes', v.changes, quick ? 200 : 1_000),
     rate: positiveInt('rate', v.rate, 200),
+    zkInterfaces: positiveInt('zk-interfaces', v['zk-interfaces'], quick ? 100 : 1_000),
+    zkProviders: positiveInt('zk-providers', v['zk-providers'], 5),
     only: PHASES.filter((p) => only.includes(p)),
     json: v.json ?? false,
     quick,

@@ -1,6 +1,7 @@
 import type { BenchArgs } from './args.js';
 import type { ColdSyncResult } from './cold-sync.js';
 import type { CpuShares } from './proc-stats.js';
+import type { ZooKeeperColdSyncResult } from './zookeeper-cold-sync.js';
 import { formatProfileSummary, type ProfileSummary } from './profile-summary.js';
 import type { LatencyResult } from './propagation.js';
 import type { RawWriteResult } from './raw-write.js';
@@ -31,6 +32,7 @@ export interface BenchResult {
   raw: RawWriteResult | undefined;
   cold: (ColdSyncResult & { ratioToRaw: number | undefined; target: number; met: boolean | undefined }) | undefined;
   latency: (LatencyResult & { targetP99Ms: number; met: boolean }) | undefined;
+  zk: ZooKeeperColdSyncResult | undefined;
   regsync:
     | {
         logFile: string;
@@ -93,6 +95,16 @@ export function formatReport(r: BenchResult): string {
       `${seconds(c.elapsedMs)}, ${int(c.copiesPerSecond)} copies/s${ratio}${c.timedOut ? ` (TIMED OUT at ${int(c.reached)}/${int(c.expected)})` : ''}`,
       `>= ${percent(c.target)} of (1)`,
       verdict(c.met) + disturbed(c.cpu, r.raw?.cpu),
+    ]);
+  }
+  if (r.zk) {
+    const z = r.zk;
+    rows.push([
+      '4',
+      'cold sync ZooKeeper (Dubbo) -> Nacos',
+      `${int(z.interfaces)} interfaces x ${z.providersPerInterface} providers in ${seconds(z.elapsedMs)}, ${int(z.copiesPerSecond)} copies/s${z.timedOut ? ` (TIMED OUT at ${int(z.reached)}/${int(z.expected)})` : ''}`,
+      'figure only',
+      '',
     ]);
   }
   if (r.latency) {

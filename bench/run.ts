@@ -6,6 +6,7 @@ import { startRegistry, type RunningRegistry } from '../src/registry/index.js';
 import { startRedis, type RedisServer } from '../test/support/redis.js';
 import { parseBenchArgs, UsageError, USAGE, type BenchArgs } from './args.js';
 import { measureColdSync } from './cold-sync.js';
+import { measureZooKeeperColdSync } from './zookeeper-cold-sync.js';
 import { CpuMeter, processPeakRssMiB } from './proc-stats.js';
 import { profileFiles, summarizeProfile } from './profile-summary.js';
 import { measurePropagation } from './propagation.js';
@@ -48,6 +49,7 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
     raw: undefined,
     cold: undefined,
     latency: undefined,
+    zk: undefined,
     regsync: undefined,
     errors: [],
     durationMs: 0,
@@ -73,7 +75,7 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
         result.errors.push(`raw write phase: ${describe(err)}`);
       }
     }
-    if (!args.only.includes('cold') && !args.only.includes('latency')) return result;
+    if (!args.only.includes('cold') && !args.only.includes('latency') && !args.only.includes('zk')) return result;
 
     progress('starting redis-server, registries A and B, regsync up');
     redis = await startRedis();
@@ -125,6 +127,15 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
         progress(`(3) p50 ${latency.latencyMs.p50.toFixed(1)} ms, p99 ${latency.latencyMs.p99.toFixed(1)} ms`);
       } catch (err) {
         result.errors.push(`latency phase: ${describe(err)}`);
+      }
+    }
+    if (args.only.includes('zk')) {
+      progress(`(4) ZooKeeper cold sync: ${args.zkInterfaces} Dubbo interfaces x ${args.zkProviders} providers`);
+      try {
+        result.zk = await measureZooKeeperColdSync(deps, { interfaces: args.zkInterfaces, providers: args.zkProviders }, phaseMs);
+        progress(`(4) ${(result.zk.elapsedMs / 1000).toFixed(2)} s, ${Math.round(result.zk.copiesPerSecond)} copies/s`);
+      } catch (err) {
+        result.errors.push(`zookeeper cold sync phase: ${describe(err)}`);
       }
     }
     return result;

@@ -244,25 +244,37 @@ export class ZooKeeperConnection {
     } else if (state === State.DISCONNECTED) {
       if (this.isConnected) log.warn('zookeeper connection lost; reconnecting on the same session');
       this.isConnected = false;
-    } else if (state === State.EXPIRED || state === State.AUTH_FAILED) {
-      const expired = state === State.EXPIRED;
-      this.isConnected = false;
-      this.client = undefined;
-      this.failPending(client, expired ? 'the session expired' : 'authentication failed');
-      client.close();
-      if (expired) {
-        this.counters.expiries += 1;
-        log.warn({ sessionId: this.lastSessionId }, 'zookeeper session expired; opening a new session');
-        this.ensureClient();
-      } else {
-        log.error('zookeeper authentication failed (check username/password); trying again shortly');
-        this.reopenTimer = setTimeout(() => {
-          this.reopenTimer = undefined;
-          this.ensureClient();
-        }, this.opts.spinDelayMs);
-        this.reopenTimer.unref();
-      }
+    } else if (state === State.EXPIRED) {
+      this.replaceClient(client, 'expired');
+    } else if (state === State.AUTH_FAILED) {
+      this.replaceClient(client, 'auth-failed');
     }
+  }
+
+  /**
+   * Drops a client whose session is over and opens a new one: at once after an expiry (the
+   * server may also say so in answer to a request, when it closed the session under a connection
+   * it kept open), after `spinDelayMs` when authentication failed.
+   */
+  private replaceClient(client: Client, why: 'expired' | 'auth-failed'): void {
+    if (client !== this.client) return;
+    const log = this.opts.log;
+    this.isConnected = false;
+    this.client = undefined;
+    this.failPending(client, why === 'expired' ? 'the session expired' : 'authentication failed');
+    client.close();
+    if (why === 'expired') {
+      this.counters.expiries += 1;
+      log.warn({ sessionId: this.lastSessionId }, 'zookeeper session expired; opening a new session');
+      this.ensureClient();
+      return;
+    }
+    log.error('zookeeper authentication failed (check username/password); trying again shortly');
+    this.reopenTimer = setTimeout(() => {
+      this.reopenTimer = undefined;
+      this.ensureClient();
+    }, this.opts.spinDelayMs);
+    this.reopenTimer.unref();
   }
 
   private failPending(client: Client, detail: string): void {
@@ -308,6 +320,8 @@ export class ZooKeeperConnection {
         settled = true;
         clearTimeout(timer);
         this.pending.delete(pending);
+        // The server closed the session under a connection it kept open: nothing else will say so.
+        if (isCode(error, Exception.SESSION_EXPIRED) && client === this.client && this.isConnected) this.replaceClient(client, 'expired');
         if (error) reject(error instanceof ZooKeeperRequestError ? error : this.convert(op, path, error));
         else resolve(value as T);
       };
