@@ -325,7 +325,10 @@ export class ZooKeeperAdapter implements RegistryAdapter {
                   this.log.warn({ path: node.path }, 'a node regsync wrote is held by another session now; leaving it');
                   return;
                 }
-                if (ensured.outcome === 'created') created += 1;
+                if (ensured.outcome === 'created') {
+                  created += 1;
+                  this.recreatedNodes += 1;
+                }
                 if (!ensured.data.equals(node.data)) this.owned.remember({ ...node, data: ensured.data });
               } catch (err) {
                 complete = false;
@@ -336,7 +339,6 @@ export class ZooKeeperAdapter implements RegistryAdapter {
         }),
       ),
     );
-    this.recreatedNodes += created;
     if (created > 0) this.log.info({ created, owned: this.owned.size }, 're-created ephemeral copies in the new zookeeper session');
     return complete;
   }

@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { createClient, CreateMode, State, type Client, type Stat } from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createZooKeeperAdapter } from '../../adapters/zookeeper/index.js';
@@ -22,26 +22,82 @@ async function connectedClient(server: ZooKeeperServer): Promise<Client> {
 const dubboNode = (url: string) => encodeURIComponent(url).replace(/[!'()~]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /**
- * Ends a session from outside, as a long partition would: a raw connection re-attaches to the
- * session and closes it in the same write (ConnectRequest, then CloseSession). The server deletes
- * the session's ephemeral nodes and the owner's next connection is told "expired".
+ * A TCP proxy in front of a ZooKeeper that can cut off whoever connects through it (a partition):
+ * open connections are dropped and new ones refused until it is unblocked.
  */
-function closeSessionOf(port: number, owner: Client): Promise<void> {
+class PartitionProxy {
+  private readonly pairs = new Set<[Socket, Socket]>();
+  private blocked = false;
+  private server: Server | undefined;
+
+  constructor(private readonly target: number) {}
+
+  async listen(): Promise<number> {
+    const server = createServer((client) => {
+      if (this.blocked) {
+        client.destroy();
+        return;
+      }
+      const upstream = connect({ host: '127.0.0.1', port: this.target });
+      const pair: [Socket, Socket] = [client, upstream];
+      this.pairs.add(pair);
+      const drop = () => {
+        client.destroy();
+        upstream.destroy();
+        this.pairs.delete(pair);
+      };
+      client.on('data', (chunk: Buffer) => upstream.write(chunk));
+      upstream.on('data', (chunk: Buffer) => client.write(chunk));
+      for (const s of pair) {
+        s.on('error', drop);
+        s.on('close', drop);
+      }
+    });
+    this.server = server;
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return (server.address() as { port: number }).port;
+  }
+
+  block(): void {
+    this.blocked = true;
+    for (const [a, b] of this.pairs) {
+      a.destroy();
+      b.destroy();
+    }
+    this.pairs.clear();
+  }
+
+  unblock(): void {
+    this.blocked = false;
+  }
+
+  async close(): Promise<void> {
+    this.block();
+    const server = this.server;
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+/**
+ * Closes a session from outside: a raw connection re-attaches to it and closes it in the same write
+ * (ConnectRequest, then CloseSession). Resolves when the server hangs up.
+ */
+function closeSession(port: number, sessionId: Buffer, password: Buffer): Promise<void> {
   const connectRequest = Buffer.alloc(4 + 4 + 8 + 4 + 8 + 4 + 16 + 1);
   let offset = connectRequest.writeInt32BE(connectRequest.length - 4, 0);
   offset = connectRequest.writeInt32BE(0, offset); // protocol version
   offset = connectRequest.writeBigInt64BE(0n, offset); // last zxid seen
   offset = connectRequest.writeInt32BE(4_000, offset); // session timeout
-  offset += owner.getSessionId().copy(connectRequest, offset);
+  offset += sessionId.copy(connectRequest, offset);
   offset = connectRequest.writeInt32BE(16, offset);
-  offset += owner.getSessionPassword().copy(connectRequest, offset);
+  offset += password.copy(connectRequest, offset);
   connectRequest.writeUInt8(0, offset); // not read-only
-  const closeSession = Buffer.alloc(12);
-  closeSession.writeInt32BE(8, 0);
-  closeSession.writeInt32BE(1, 4); // xid
-  closeSession.writeInt32BE(-11, 8); // OpCode.closeSession
+  const closeRequest = Buffer.alloc(12);
+  closeRequest.writeInt32BE(8, 0);
+  closeRequest.writeInt32BE(1, 4); // xid
+  closeRequest.writeInt32BE(-11, 8); // OpCode.closeSession
   return new Promise<void>((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port }, () => socket.write(Buffer.concat([connectRequest, closeSession])));
+    const socket = connect({ host: '127.0.0.1', port }, () => socket.write(Buffer.concat([connectRequest, closeRequest])));
     socket.on('data', () => {});
     socket.once('error', reject);
     socket.once('close', () => resolve());
@@ -49,28 +105,27 @@ function closeSessionOf(port: number, owner: Client): Promise<void> {
 }
 
 /**
- * {@link closeSessionOf} on the owner's current session until the owner has moved on to another
- * client (its session was closed), then waits for `expired()`. The owner reconnects at once when the
- * server drops its connection and now and then wins the session back before the close is read;
- * trying again is harmless. Only the original session is ever attacked.
+ * Expires the session of a client that reaches ZooKeeper through `proxy`, as a partition longer
+ * than the session timeout does: the client is cut off, its session closed from outside with its id
+ * and password (the server deletes its ephemeral nodes), and the client let back in, to be told
+ * "expired". With the client cut off, nothing races the close.
  */
-async function expireSession(server: ZooKeeperServer, owner: () => Client, expired: () => boolean | Promise<boolean>): Promise<void> {
-  const victim = owner();
-  for (let attempt = 1; owner() === victim; attempt += 1) {
-    await closeSessionOf(server.port, victim);
-    try {
-      await waitUntil(() => owner() !== victim, { timeoutMs: 3_000, message: 'the owner on a new client' });
-    } catch (err) {
-      if (attempt >= 10) throw err;
-    }
+async function expireSessionBehind(proxy: PartitionProxy, server: ZooKeeperServer, victim: Client): Promise<void> {
+  const sessionId = victim.getSessionId();
+  const password = victim.getSessionPassword();
+  proxy.block();
+  try {
+    await closeSession(server.port, sessionId, password);
+  } finally {
+    proxy.unblock();
   }
-  await waitUntil(expired, { timeoutMs: 30_000, message: 'the owner connected in a new session' });
 }
 
 /**
  * ZooKeeper (Dubbo) -> ZooKeeper (Dubbo) through a regsync node, across restarts of both servers
- * and forced expiries of regsync's sessions to each. The source providers are persistent nodes, so
- * that only regsync's sessions are at stake.
+ * and forced expiries of regsync's sessions to each. regsync reaches each server through a proxy
+ * (so that a test can partition it off); the test's own clients connect directly. The source
+ * providers are persistent nodes, so that only regsync's sessions are at stake.
  */
 describe('ZooKeeper -> ZooKeeper', () => {
   let fx: SyncFixture;
@@ -78,6 +133,7 @@ describe('ZooKeeper -> ZooKeeper', () => {
   let b: ZooKeeperServer;
   let clientA: Client;
   let clientB: Client;
+  const proxies = new Map<string, { proxy: PartitionProxy; server: ZooKeeperServer }>();
   /** The ZooKeeper clients regsync opened, per cluster id, oldest first. */
   const sessions = new Map<string, Client[]>();
   const DIR = '/dubbo/com.acme.Echo/providers';
@@ -135,10 +191,13 @@ describe('ZooKeeper -> ZooKeeper', () => {
     });
     const url = fx.node.url as string;
     for (const [id, server] of [['zka', a], ['zkb', b]] as const) {
+      const proxy = new PartitionProxy(server.port);
+      const port = await proxy.listen();
+      proxies.set(id, { proxy, server });
       const res = await api(url, 'POST', '/api/v1/clusters', {
         id,
         kind: 'zookeeper',
-        endpoints: [server.connectString],
+        endpoints: [`127.0.0.1:${port}`],
         options: { layout: 'dubbo', sessionTimeoutMs: 4_000, connectTimeoutMs: 3_000, spinDelayMs: 200 },
       });
       expect(res.status).toBe(201);
@@ -147,6 +206,7 @@ describe('ZooKeeper -> ZooKeeper', () => {
   });
   afterAll(async () => {
     await stopFixture(fx);
+    await Promise.all([...proxies.values()].map((p) => p.proxy.close()));
     clientA?.close();
     clientB?.close();
     await Promise.all([a?.cleanup(), b?.cleanup()]);
@@ -184,7 +244,11 @@ describe('ZooKeeper -> ZooKeeper', () => {
 
   it('destination session expired: the copies come back exactly once, in the new session', async () => {
     const before = sessions.get('zkb')?.length ?? 0;
-    await expireSession(b, () => regsyncClient('zkb'), () => (sessions.get('zkb')?.length ?? 0) > before && regsyncClient('zkb').getState() === State.SYNC_CONNECTED);
+    await expireSessionBehind(proxies.get('zkb')?.proxy as PartitionProxy, b, regsyncClient('zkb'));
+    await waitUntil(() => (sessions.get('zkb')?.length ?? 0) === before + 1 && regsyncClient('zkb').getState() === State.SYNC_CONNECTED, {
+      timeoutMs: 30_000,
+      message: 'regsync in a new session with B',
+    });
     await waitUntil(() => exactlyOnce(['10.80.0.2', '10.80.0.3']), { timeoutMs: 60_000, message: 'copies re-created in the new session' });
     await addProvider('10.80.0.4');
     await waitUntil(() => exactlyOnce(['10.80.0.2', '10.80.0.3', '10.80.0.4']), { timeoutMs: 60_000, message: 'syncing goes on' });
@@ -192,7 +256,11 @@ describe('ZooKeeper -> ZooKeeper', () => {
 
   it('source session expired: regsync watches the source again in its new session', async () => {
     const before = sessions.get('zka')?.length ?? 0;
-    await expireSession(a, () => regsyncClient('zka'), () => (sessions.get('zka')?.length ?? 0) > before && regsyncClient('zka').getState() === State.SYNC_CONNECTED);
+    await expireSessionBehind(proxies.get('zka')?.proxy as PartitionProxy, a, regsyncClient('zka'));
+    await waitUntil(() => (sessions.get('zka')?.length ?? 0) === before + 1 && regsyncClient('zka').getState() === State.SYNC_CONNECTED, {
+      timeoutMs: 30_000,
+      message: 'regsync in a new session with A',
+    });
     await addProvider('10.80.0.5');
     await waitUntil(() => exactlyOnce(['10.80.0.2', '10.80.0.3', '10.80.0.4', '10.80.0.5']), { timeoutMs: 60_000, message: 'provider added after the source expiry' });
     await removeProvider('10.80.0.2');
