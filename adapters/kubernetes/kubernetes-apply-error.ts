@@ -1,3 +1,5 @@
+import { summarizeWriteFailures } from '../../src/model/write-failures.js';
+
 /** One write of an `apply` that failed. */
 export interface KubernetesWriteFailure {
   op: 'create' | 'replace' | 'delete' | 'write';
@@ -21,14 +23,9 @@ export class KubernetesApplyError extends AggregateError {
     readonly service: string,
     readonly failures: readonly KubernetesWriteFailure[],
   ) {
-    const shown = failures
-      .slice(0, 5)
-      .map((f) => `${f.op} ${f.target}: ${f.error instanceof Error ? f.error.message : String(f.error)}`)
-      .join('; ');
-    const more = failures.length > 5 ? `; and ${failures.length - 5} more` : '';
     super(
       failures.map((f) => f.error),
-      `kubernetes cluster ${clusterId}: ${failures.length} write(s) to service ${service} failed: ${shown}${more}`,
+      `kubernetes cluster ${clusterId}: ${failures.length} write(s) to service ${service} failed: ${summarizeWriteFailures(failures.map((f) => ({ op: f.op, what: f.target, error: f.error })))}`,
     );
   }
 }

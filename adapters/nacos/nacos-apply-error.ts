@@ -1,3 +1,5 @@
+import { summarizeWriteFailures } from '../../src/model/write-failures.js';
+
 /** One write of an `apply` that failed. */
 export interface NacosWriteFailure {
   op: 'register' | 'deregister';
@@ -22,14 +24,9 @@ export class NacosApplyError extends AggregateError {
     readonly failures: readonly NacosWriteFailure[],
     readonly attempted: number,
   ) {
-    const shown = failures
-      .slice(0, 5)
-      .map((f) => `${f.op} ${f.instance}: ${f.error instanceof Error ? f.error.message : String(f.error)}`)
-      .join('; ');
-    const more = failures.length > 5 ? `; and ${failures.length - 5} more` : '';
     super(
       failures.map((f) => f.error),
-      `nacos cluster ${clusterId}: ${failures.length} of ${attempted} writes to ${service} failed: ${shown}${more}`,
+      `nacos cluster ${clusterId}: ${failures.length} of ${attempted} writes to ${service} failed: ${summarizeWriteFailures(failures.map((f) => ({ op: f.op, what: f.instance, error: f.error })))}`,
     );
   }
 }

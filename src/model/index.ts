@@ -1,2 +1,3 @@
 export * from './types.js';
 export * from './adapter.js';
+export * from './write-failures.js';
