@@ -227,6 +227,25 @@ describe.each([dubbo, curator])('ZooKeeperAdapter, $layout layout (contract)', (
     expect(await second.listInstances(key(service))).toEqual([copy]);
   });
 
+  it('retains unchanged copies left by an earlier session into its own, once, and then writes nothing', async () => {
+    const { root, adapter: first } = fresh();
+    const [service] = fx.services;
+    const dir = fx.dir(root, service);
+    const copy = instance({ ip: '10.1.3.7', port: 20880, metadata: { ...fx.copyMetadata(service), ...marks() } });
+    await first.apply(key(service), { upsert: [copy], remove: [] });
+    const second = createZooKeeperAdapter(spec(server, { layout: fx.layout, root }), { logger: silent });
+    adapters.push(second);
+    await second.retain(key(service), [copy]);
+    const [name] = await children(client, dir);
+    const stat = await statOf(client, `${dir}/${name}`);
+    expect(stat?.ephemeralOwner.toString('hex')).toBe(second.stats().sessionId);
+    await second.retain(key(service), [copy]);
+    expect((await statOf(client, `${dir}/${name}`))?.czxid.toString('hex')).toBe(stat?.czxid.toString('hex'));
+    await first.close();
+    expect(await children(client, dir)).toEqual([name]);
+    expect(second.stats().ownedNodes).toBe(1);
+  });
+
   it('calls a watch when a node is created and when it is deleted, and again after that', async () => {
     const { root, adapter } = fresh();
     const [service] = fx.services;

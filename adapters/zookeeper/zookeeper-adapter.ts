@@ -243,6 +243,24 @@ export class ZooKeeperAdapter implements RegistryAdapter {
     });
   }
 
+  /**
+   * Takes copies the engine found unchanged into this adapter's session and memory: those it did
+   * not write itself (a previous regsync process did, and their session dies with it) are
+   * re-created as its own, once each, so they survive that session and are re-created after an
+   * expiry of this one. Copies it already holds cost nothing. Not part of the engine's contract
+   * yet (see the adapter's README); harmless when nobody calls it.
+   */
+  async retain(service: ServiceKey, instances: Instance[]): Promise<void> {
+    const foreign = instances.filter((instance) => {
+      try {
+        return this.owned.get(this.layout.encode(service, instance).path) === undefined;
+      } catch {
+        return false; // Cannot be written here, so it was not written here either.
+      }
+    });
+    if (foreign.length > 0) await this.apply(service, { upsert: foreign, remove: [] });
+  }
+
   /** For metrics and diagnostics. */
   stats(): ZooKeeperAdapterStats {
     const { sessions, expiries } = this.conn.stats();

@@ -187,7 +187,12 @@ export class ZooKeeperConnection {
     const wasConnected = this.isConnected;
     this.isConnected = false;
     if (!wasConnected) {
-      client.close();
+      try {
+        client.close();
+      } catch (err) {
+        // The library writes the close to a socket it may not have opened yet; nothing to close then.
+        this.opts.log.debug({ err }, 'zookeeper client closed before it had a socket');
+      }
       return;
     }
     // Wait (briefly) for the server to confirm, so that our ephemeral nodes are gone when close resolves.

@@ -26,9 +26,9 @@ interface DirectoryWatch {
  * owner calls {@link rearmAll}: everything is armed again (after a session expiry the server has
  * forgotten every watch) and every listener is told, because changes may have been missed.
  *
- * Listeners are told only once the watch stands again (its request answered), never before: a
- * listener's read is then processed after the re-armed watch, so a change is either seen by that
- * read or fires the watch; none falls between.
+ * Listeners are told only once the watch has been armed again (its request sent after the event,
+ * on the same session as their reads), never before: a listener's read is then processed after the
+ * re-armed watch, so a change is either seen by that read or fires the watch; none falls between.
  *
  * A listener is called with no data (the engine re-reads). A watch never throws: arming failures
  * are logged and repaired at the next connection.
@@ -110,12 +110,12 @@ export class ZooKeeperWatches {
       )
       .finally(() => {
         dir.arming = false;
-        if (dir.armAgain && this.isWatched(dir)) {
-          // Another event came meanwhile: its arm goes out first, then the listeners are told.
-          this.arm(dir);
-          return;
-        }
-        if (dir.dirty && this.isWatched(dir)) {
+        if (!this.isWatched(dir)) return;
+        // Another event came meanwhile: its arm goes out before the listeners are told (and thus
+        // before their reads, which travel the same session in order). Telling them at once rather
+        // than after that arm keeps a steady stream of changes from holding them back.
+        if (dir.armAgain) this.arm(dir);
+        if (dir.dirty) {
           dir.dirty = false;
           this.notify(dir);
         }
