@@ -51,7 +51,8 @@ export interface RegsyncNode {
 export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
   const prefix = options.prefix ?? 'regsync';
   const logger = options.logger;
-  const storeRedis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
+  // Auto-pipelining: the store calls of concurrent reconciles (task reads, status writes) share round trips.
+  const storeRedis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3, enableAutoPipelining: true });
   const queueRedis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
   const workerRedis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
   for (const r of [storeRedis, queueRedis, workerRedis]) r.on('error', (err) => logger.warn({ err }, 'redis connection error'));

@@ -124,9 +124,11 @@ export class NacosAdapter implements RegistryAdapter {
   async listInstances(service: ServiceKey): Promise<Instance[]> {
     const api = await this.api();
     const ref = toServiceRef(service);
-    const instances = await api.listInstances(ref);
-    // The first read of a watched service is its watch's baseline (the watch's first poll comes later).
-    this.hub.observed(ref, instances);
+    // The first read of a watched service is its watch's baseline, and (v1) subscribes to push in
+    // place of the watch's first poll, which then comes a whole poll interval later.
+    const subscription = api.supportsPush && this.hub.wantsSubscription(ref) ? await this.pushSubscription() : undefined;
+    const instances = await api.listInstances(ref, subscription);
+    this.hub.observed(ref, instances, subscription !== undefined);
     return instances;
   }
 

@@ -5,6 +5,7 @@ import { NacosRequestError } from './nacos-request-error.js';
 import { NacosTokenSource } from './nacos-token-source.js';
 import type { NacosAnswer, NacosCall } from './nacos-call.js';
 import { Semaphore } from './semaphore.js';
+import { encodeForm, exchange } from './http-exchange.js';
 
 /** How an adapter's HTTP layer is set up (all from the cluster spec and its options). */
 export interface NacosHttpOptions {
@@ -22,6 +23,10 @@ export interface NacosHttpOptions {
  * version do. The official Node SDK presents itself the same way.
  */
 const USER_AGENT = 'Nacos-Java-Client:v1.4.1';
+
+/** Headers of every call without a v3 token (shared: undici only reads them). */
+const PLAIN_HEADERS: Record<string, string> = { 'user-agent': USER_AGENT, 'client-version': USER_AGENT };
+const FORM_HEADERS: Record<string, string> = { ...PLAIN_HEADERS, 'content-type': 'application/x-www-form-urlencoded' };
 
 /**
  * After a re-login that did not cure a 403 (the user lacks the permission: no token would help),
@@ -128,25 +133,15 @@ export class NacosHttp {
   private async send(call: NacosCall, token: string | undefined): Promise<NacosAnswer> {
     const { endpoints, requestTimeoutMs, log } = this.options;
     const path = this.options.contextPath + call.path;
-    const params = new URLSearchParams(call.params ?? {});
-    const headers: Record<string, string> = { 'user-agent': USER_AGENT, 'client-version': USER_AGENT };
-    const query = new URLSearchParams();
-    if (token !== undefined) {
-      if (call.dialect === 'v3') {
-        headers.authorization = `Bearer ${token}`;
-        headers.accesstoken = token;
-      } else {
-        query.set('accessToken', token);
-      }
-    }
-    let body: string | undefined;
-    if (call.method === 'POST' || call.method === 'PUT') {
-      headers['content-type'] = 'application/x-www-form-urlencoded';
-      body = params.toString();
-    } else {
-      for (const [k, v] of params) query.append(k, v);
-    }
-    const target = query.size > 0 ? `${path}?${query.toString()}` : path;
+    const form = call.params ? encodeForm(call.params) : '';
+    const hasBody = call.method === 'POST' || call.method === 'PUT';
+    const base = hasBody ? FORM_HEADERS : PLAIN_HEADERS;
+    const v3Token = token !== undefined && call.dialect === 'v3';
+    const headers = v3Token ? { ...base, authorization: `Bearer ${token}`, accesstoken: token } : base;
+    let query = token !== undefined && !v3Token ? encodeForm({ accessToken: token }) : '';
+    const body = hasBody ? form : undefined;
+    if (!hasBody && form !== '') query = query === '' ? form : `${query}&${form}`;
+    const target = query !== '' ? `${path}?${query}` : path;
 
     const attempts = Math.max(endpoints.length, 2);
     const start = this.preferred;
@@ -163,12 +158,11 @@ export class NacosHttp {
         // No per-request AbortSignal (a timer and an abort controller per request): the pool's
         // connect, headers and body timeouts (each requestTimeoutMs) bound every attempt, and at most
         // maxConcurrency requests (= the pool's connections) are in flight, so none waits in the pool.
-        const res = await this.pool(endpoint).request({ method: call.method, path: target, headers, body });
-        const text = await res.body.text();
-        const answer = { status: res.statusCode, body: text, endpoint: endpoint.label };
-        if (TRY_NEXT_STATUSES.has(res.statusCode) && endpoints.length > 1) {
+        const res = await exchange(this.pool(endpoint), { method: call.method, path: target, headers, body });
+        const answer = { status: res.status, body: res.body, endpoint: endpoint.label };
+        if (TRY_NEXT_STATUSES.has(res.status) && endpoints.length > 1) {
           lastAnswer = answer;
-          log.debug({ endpoint: endpoint.label, path, status: res.statusCode }, 'nacos endpoint not serving; trying the next');
+          log.debug({ endpoint: endpoint.label, path, status: res.status }, 'nacos endpoint not serving; trying the next');
           continue;
         }
         this.preferred = index;

@@ -59,7 +59,9 @@ describe('NacosAdapter watch', () => {
     const adapter = adapterWith({ apiVersion: 'v1', pollIntervalMs: HOUR });
     let calls = 0;
     adapter.watch(key('pushed'), () => (calls += 1));
-    await waitUntil(() => subscribed('pushed'), { message: 'push subscription' });
+    // Watch, then read (as the engine does): the read subscribes to push.
+    await adapter.listInstances(key('pushed'));
+    expect(subscribed('pushed')).toBe(true);
     const acked = registry.pusher.stats().acked;
 
     const sdk = await createSdkClient(registry.endpoint);
@@ -84,7 +86,9 @@ describe('NacosAdapter watch', () => {
     const stopFirst = adapter.watch(key('shared'), () => (first += 1));
     const stopSecond = adapter.watch(key('shared'), () => (second += 1));
     adapter.watch(key('shared-other'), () => (other += 1));
-    await waitUntil(() => subscribed('shared') && subscribed('shared-other'), { message: 'both services subscribed' });
+    await adapter.listInstances(key('shared'));
+    await adapter.listInstances(key('shared-other'));
+    expect(subscribed('shared') && subscribed('shared-other')).toBe(true);
     expect(adapter.stats().watchedServices).toBe(2);
     // One subscriber per service: one list, one socket.
     const [sub] = registry.pusher.subscribersOf('public', 'DEFAULT_GROUP@@shared');
@@ -115,7 +119,8 @@ describe('NacosAdapter watch', () => {
     const adapter = adapterWith({ apiVersion: 'v1', pollIntervalMs: HOUR });
     let dev = 0;
     adapter.watch(key('ns-scoped', 'dev'), () => (dev += 1));
-    await waitUntil(() => subscribed('ns-scoped', 'dev'), { message: 'dev subscription' });
+    await adapter.listInstances(key('ns-scoped', 'dev'));
+    expect(subscribed('ns-scoped', 'dev')).toBe(true);
     await register('ns-scoped', '10.30.2.1', 8080, 'dev');
     await waitUntil(() => dev > 0, { message: 'dev watcher told' });
   });
@@ -197,7 +202,8 @@ describe('NacosAdapter watch', () => {
       throw new Error('watcher bug');
     });
     adapter.watch(key('throwing'), () => (calls += 1));
-    await waitUntil(() => subscribed('throwing'), { message: 'subscribed' });
+    await adapter.listInstances(key('throwing'));
+    expect(subscribed('throwing')).toBe(true);
     await register('throwing', '10.30.4.1');
     await waitUntil(() => calls === 1, { message: 'second watcher told' });
     await register('throwing', '10.30.4.2');

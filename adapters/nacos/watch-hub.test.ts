@@ -53,7 +53,7 @@ describe('WatchHub', () => {
     const start = Date.now();
     const hub = new WatchHub({
       pollIntervalMs: HOUR,
-      firstPollSpreadMs: 200,
+      firstPollDelayMs: 200,
       random: () => 0.99,
       log: silent,
       list: async (r) => {
@@ -64,7 +64,7 @@ describe('WatchHub', () => {
     });
     hubs.push(hub);
     let calls = 0;
-    // Many services watched at once: their first polls spread out (here over 200 ms).
+    // Many services watched at once: their first polls spread out (here over 100 to 200 ms).
     for (let i = 0; i < 200; i++) hub.watch(ref(`other-${i}`), () => {});
     hub.watch(ref('s'), () => (calls += 1));
     // The engine reads right after watching: that read is the baseline.
@@ -73,9 +73,36 @@ describe('WatchHub', () => {
     current = [instance('10.0.0.1'), instance('10.0.0.2')];
     expect(polls).toEqual([]);
     await waitUntil(() => polls.length === 201, { message: 'first polls' });
-    // 201 services waiting: spread min(200 ms, 2 ms x 201); with random() = 0.99, 198 ms.
+    // First polls 100 to 200 ms after the watch; with random() = 0.99, 199 ms.
     expect(sPolledAt).toBeGreaterThanOrEqual(150);
     expect(calls).toBe(1);
+  });
+
+  it('a read that subscribed stands in for the first poll: the next poll comes a whole interval later', async () => {
+    const polled: string[] = [];
+    const hub = new WatchHub({
+      pollIntervalMs: 200,
+      firstPollDelayMs: 20,
+      random: () => 0.99,
+      log: silent,
+      list: async (r) => {
+        polled.push(r.name);
+        return [];
+      },
+    });
+    hubs.push(hub);
+    expect(hub.wantsSubscription(ref('s'))).toBe(false);
+    hub.watch(ref('s'), () => {});
+    hub.watch(ref('t'), () => {});
+    expect(hub.wantsSubscription(ref('s'))).toBe(true);
+    // 's' is read with a subscription; 't' is read without one (its first poll stays due).
+    hub.observed(ref('s'), [], true);
+    hub.observed(ref('t'), []);
+    expect(hub.wantsSubscription(ref('s'))).toBe(false);
+    expect(hub.wantsSubscription(ref('t'))).toBe(true);
+    await waitUntil(() => !hub.wantsSubscription(ref('t')), { message: "t's first poll" });
+    expect(polled).toEqual(['t']);
+    await waitUntil(() => polled.includes('s'), { message: "s's first poll, an interval after its read" });
   });
 
   it('without an earlier read, the first poll only records a baseline; later reads do not move it', async () => {
@@ -103,7 +130,7 @@ describe('WatchHub', () => {
     let polls = 0;
     const hub = new WatchHub({
       pollIntervalMs: 30,
-      firstPollSpreadMs: 0,
+      firstPollDelayMs: 0,
       log: silent,
       list: async () => {
         polls += 1;

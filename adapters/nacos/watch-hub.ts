@@ -10,13 +10,13 @@ export interface WatchHubOptions {
   /** Random number in [0, 1) for poll jitter; injectable for tests. */
   random?: () => number;
   /**
-   * When many services are watched at once (a `*` task starting), their first polls come after a
-   * random delay, spread over 2 ms per service still waiting for its first poll, at most this
-   * (and `pollIntervalMs`): the reads of callers who watch and then read (the engine) go first and
-   * the polls spread out. A few services are polled (and subscribed to push) almost at once.
-   * Default 3000 ms.
+   * The first poll of a new watch comes after a random delay between half of this and all of it
+   * (default `pollIntervalMs`). Callers watch and then read (the engine queues a reconcile with
+   * every watch), and such a read subscribes in the first poll's place (see {@link observed}), so the
+   * first poll is only the fallback for a read that never came; thousands of services watched at
+   * once (a `*` task starting) are not read twice, and their polls spread out.
    */
-  firstPollSpreadMs?: number;
+  firstPollDelayMs?: number;
 }
 
 interface Watcher {
@@ -30,6 +30,8 @@ interface Subscription {
   timer: NodeJS.Timeout | undefined;
   /** Fingerprint of the last instances seen (a poll, or a caller's first read); undefined before the first read. */
   fingerprint: string | undefined;
+  /** A caller's first read, kept until the first poll fingerprints it (most reads are never compared to anything). */
+  baseline: readonly Instance[] | undefined;
   /** The last poll failed. */
   failing: boolean;
   active: boolean;
@@ -45,10 +47,10 @@ interface Subscription {
  * the first poll that works; and at once on every push for the service (a push is not decoded: it
  * only says "read again", and the readers de-duplicate). A push does not move the baseline, so a
  * later poll that still differs from it calls the watchers once more (harmless: level-triggered
- * readers), and a change whose push was lost is still noticed. The first poll comes after a short
- * random delay; the first read of the service (see {@link observed}) or else the first successful
- * poll only records what is there (callers read after they watch); if the first polls failed, the
- * first one that works calls the watchers.
+ * readers), and a change whose push was lost is still noticed. The first read of the service (see
+ * {@link observed}) subscribes to push and records what is there (callers read after they watch);
+ * the first poll, half to one `firstPollDelayMs` after the watch, does so when no read came first;
+ * if the first polls failed, the first one that works calls the watchers.
  *
  * A watch never throws: poll failures are logged (once per outage, then quietly) and retried at the
  * next interval; a throwing watcher is logged and does not disturb the others.
@@ -58,8 +60,6 @@ export class WatchHub {
   /** Subscriptions by `group@@name`: a push does not say which namespace it is about. */
   private readonly byGroupedName = new Map<string, Set<Subscription>>();
   private closed = false;
-  /** Subscriptions whose first poll has not started yet. */
-  private awaitingFirstPoll = 0;
 
   constructor(private readonly options: WatchHubOptions) {}
 
@@ -73,8 +73,7 @@ export class WatchHub {
     const key = watchKey(ref);
     let sub = this.subscriptions.get(key);
     if (!sub) {
-      sub = { ref, key, watchers: new Set(), timer: undefined, fingerprint: undefined, failing: false, active: true, awaitingFirstPoll: true };
-      this.awaitingFirstPoll += 1;
+      sub = { ref, key, watchers: new Set(), timer: undefined, fingerprint: undefined, baseline: undefined, failing: false, active: true, awaitingFirstPoll: true };
       this.subscriptions.set(key, sub);
       const grouped = groupedName(ref);
       let set = this.byGroupedName.get(grouped);
@@ -84,8 +83,7 @@ export class WatchHub {
       }
       set.add(sub);
       const random = this.options.random ?? Math.random;
-      const spread = Math.min(this.options.pollIntervalMs, this.options.firstPollSpreadMs ?? 3_000, 2 * this.awaitingFirstPoll);
-      this.schedule(sub, Math.floor(spread * random()));
+      this.schedule(sub, Math.floor((this.options.firstPollDelayMs ?? this.options.pollIntervalMs) * (0.5 + 0.5 * random())));
     }
     const watcher: Watcher = { onChange };
     sub.watchers.add(watcher);
@@ -104,14 +102,30 @@ export class WatchHub {
   }
 
   /**
+   * Whether a read of `ref` should subscribe to push on the way: the service is watched and its
+   * first poll (which would subscribe) has not started. Such a read stands in for that poll.
+   */
+  wantsSubscription(ref: ServiceRef): boolean {
+    const sub = this.subscriptions.get(watchKey(ref));
+    return sub !== undefined && sub.active && sub.awaitingFirstPoll;
+  }
+
+  /**
    * Someone read a watched service (the engine's reconcile). Before the subscription's first poll
    * this read becomes its baseline, so that a change between this read and the (delayed) first poll
-   * is noticed by that poll. Later reads change nothing.
+   * is noticed by that poll. When the read also subscribed to push (`subscribed`), it was the first
+   * poll's work: the next poll comes a whole interval later. Later reads change nothing.
    */
-  observed(ref: ServiceRef, instances: readonly Instance[]): void {
+  observed(ref: ServiceRef, instances: readonly Instance[], subscribed = false): void {
     const sub = this.subscriptions.get(watchKey(ref));
-    if (!sub || !sub.active || sub.fingerprint !== undefined) return;
-    sub.fingerprint = instancesFingerprint(instances);
+    if (!sub || !sub.active) return;
+    if (sub.fingerprint === undefined) sub.baseline ??= instances;
+    if (subscribed && sub.awaitingFirstPoll) {
+      this.firstPollStarted(sub);
+      if (sub.timer) clearTimeout(sub.timer);
+      const random = this.options.random ?? Math.random;
+      this.schedule(sub, Math.round(this.options.pollIntervalMs * (0.9 + 0.2 * random())));
+    }
   }
 
   close(): void {
@@ -145,9 +159,7 @@ export class WatchHub {
   }
 
   private firstPollStarted(sub: Subscription): void {
-    if (!sub.awaitingFirstPoll) return;
     sub.awaitingFirstPoll = false;
-    this.awaitingFirstPoll -= 1;
   }
 
   private async poll(sub: Subscription): Promise<void> {
@@ -159,6 +171,8 @@ export class WatchHub {
       const instances = await this.options.list(sub.ref);
       if (!sub.active) return;
       const fingerprint = instancesFingerprint(instances);
+      if (sub.fingerprint === undefined && sub.baseline !== undefined) sub.fingerprint = instancesFingerprint(sub.baseline);
+      sub.baseline = undefined;
       const changed = sub.fingerprint === undefined ? sub.failing : fingerprint !== sub.fingerprint;
       if (sub.failing) log.info({ service: describeService(sub.ref) }, 'nacos watch reads again');
       sub.fingerprint = fingerprint;

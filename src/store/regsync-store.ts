@@ -4,6 +4,7 @@ import { compareStrings, isClusterSpec, isServiceStatus, isTaskSpec, parseRecord
 import { DELETE_TASK, PUT_STATUS_IF_TASK, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
 import type { ServiceStatus } from './service-status.js';
 import { StoreError } from './store-error.js';
+import { evalScript } from '../util/redis-script.js';
 
 /**
  * What makes two tasks the same work: copying one service (or `*`) of one namespace and group from
@@ -150,7 +151,8 @@ export class RegsyncStore {
 
   /** Deletes a task with its service statuses and task error; false when there was none. */
   async deleteTask(id: string): Promise<boolean> {
-    const reply = await this.redis.eval(
+    const reply = await evalScript(
+      this.redis,
       DELETE_TASK,
       6,
       this.taskKey(id),
@@ -202,7 +204,8 @@ export class RegsyncStore {
    */
   async putServiceStatus(taskId: string, status: ServiceStatus): Promise<void> {
     const stored = storedStatus(status);
-    await this.redis.eval(
+    await evalScript(
+      this.redis,
       PUT_STATUS_IF_TASK,
       2,
       this.taskKey(taskId),
@@ -233,7 +236,7 @@ export class RegsyncStore {
    */
   async setTaskError(taskId: string, message: string | null): Promise<void> {
     const args = message === null ? ['clear'] : ['set', message];
-    await this.redis.eval(SET_ERROR_IF_TASK, 2, this.taskKey(taskId), this.errorKey(taskId), ...args);
+    await evalScript(this.redis, SET_ERROR_IF_TASK, 2, this.taskKey(taskId), this.errorKey(taskId), ...args);
   }
 
   /** The task-level error, or null when there is none. */
@@ -249,7 +252,8 @@ export class RegsyncStore {
     expected = '',
   ): Promise<'ok' | 'exists' | 'changed' | 'duplicate'> {
     const key = this.taskKey(spec.id);
-    const reply = await this.redis.eval(
+    const reply = await evalScript(
+      this.redis,
       WRITE_TASK,
       4,
       key,

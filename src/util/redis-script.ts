@@ -1,0 +1,24 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+const shas = new Map<string, string>();
+
+/**
+ * Runs a Lua script by its SHA1 (`EVALSHA`), sending the source (`EVAL`) only when the server
+ * does not know it yet (first use, or after a restart or `SCRIPT FLUSH`). Hot paths (a status
+ * write per reconcile, a lease renewal per shard) then send a 40-byte digest instead of the
+ * script, and Redis skips hashing it on every call.
+ */
+export async function evalScript(redis: Redis, script: string, numKeys: number, ...args: Array<string | number>): Promise<unknown> {
+  let sha = shas.get(script);
+  if (sha === undefined) {
+    sha = createHash('sha1').update(script).digest('hex');
+    shas.set(script, sha);
+  }
+  try {
+    return await redis.evalsha(sha, numKeys, ...args);
+  } catch (err) {
+    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+    return redis.eval(script, numKeys, ...args);
+  }
+}
