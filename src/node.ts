@@ -66,7 +66,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     heartbeats,
     logger,
     // Called only once reconciles run, after the engine below exists.
-    isActive: (taskId): boolean => engine.isActive(taskId),
+    activeTask: (taskId) => engine.activeTask(taskId),
     requeue: (key, delayMs) => queue.enqueue(key, 'confirm', delayMs),
     ...(options.confirmEmptyMs !== undefined ? { confirmEmptyMs: options.confirmEmptyMs } : {}),
   });

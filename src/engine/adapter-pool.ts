@@ -24,6 +24,9 @@ export class ClusterUnavailableError extends Error {
  */
 export class AdapterPool {
   private readonly adapters = new Map<string, Promise<RegistryAdapter>>();
+  private readonly specs = new Map<string, ClusterSpec>();
+  /** Counts {@link invalidate} calls. */
+  private invalidations = 0;
 
   constructor(
     private readonly lookup: (clusterId: string) => Promise<ClusterSpec | undefined>,
@@ -34,7 +37,7 @@ export class AdapterPool {
   get(clusterId: string): Promise<RegistryAdapter> {
     let adapter = this.adapters.get(clusterId);
     if (!adapter) {
-      adapter = this.create(clusterId);
+      adapter = this.create(clusterId, this.invalidations);
       this.adapters.set(clusterId, adapter);
       // A failed creation is not cached: the next use tries again.
       adapter.catch(() => {
@@ -44,10 +47,17 @@ export class AdapterPool {
     return adapter;
   }
 
+  /** The spec the cluster's current adapter was built from; undefined before the first `get` resolved. */
+  spec(clusterId: string): ClusterSpec | undefined {
+    return this.specs.get(clusterId);
+  }
+
   /** Closes and forgets the adapter of a cluster; the next `get` builds a new one. */
   async invalidate(clusterId: string): Promise<void> {
     const adapter = this.adapters.get(clusterId);
     this.adapters.delete(clusterId);
+    this.specs.delete(clusterId);
+    this.invalidations += 1;
     if (adapter) await adapter.then((a) => a.close()).catch(() => {});
   }
 
@@ -56,13 +66,16 @@ export class AdapterPool {
     await Promise.all(all.map((id) => this.invalidate(id)));
   }
 
-  private async create(clusterId: string): Promise<RegistryAdapter> {
+  private async create(clusterId: string, invalidations: number): Promise<RegistryAdapter> {
     const spec = await this.lookup(clusterId);
     if (!spec) throw new ClusterUnavailableError(clusterId, 'unknown_cluster', `cluster ${clusterId} does not exist`);
     const factory = this.factories[spec.kind];
     if (!factory) {
       throw new ClusterUnavailableError(clusterId, 'unsupported_kind', `cluster ${clusterId}: kind ${spec.kind} is not supported by this build`);
     }
-    return factory(spec, { logger: this.logger.child({ cluster: clusterId }) });
+    const adapter = factory(spec, { logger: this.logger.child({ cluster: clusterId }) });
+    // Unless a cluster was invalidated while this adapter was being built (its spec may be stale).
+    if (this.invalidations === invalidations) this.specs.set(clusterId, spec);
+    return adapter;
   }
 }

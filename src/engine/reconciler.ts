@@ -48,8 +48,12 @@ export interface ReconcilerOptions {
   adapters: AdapterPool;
   heartbeats: HeartbeatScheduler;
   logger: Logger;
-  /** Is the task active in this process? Checked before beats start, so a paused task never beats. */
-  isActive: (taskId: string) => boolean;
+  /**
+   * The task as this process runs it, or undefined when it does not run here (paused, deleted,
+   * unknown). The engine keeps it current (the API tells it of every change), so a reconcile needs
+   * no store read to learn it. Asked again before beats start, so a task paused meanwhile never beats.
+   */
+  activeTask: (taskId: string) => TaskSpec | undefined;
   /** Asks for another reconcile of `key` after `delayMs` (used to confirm a drop to empty). */
   requeue: (key: string, delayMs: number) => Promise<void>;
   /** A drop to zero source instances is applied only when still empty this long after first seen. Default 3 s. */
@@ -130,8 +134,8 @@ export class Reconciler {
   private async run(key: string, since: number): Promise<ReconcileOutcome> {
     const { taskId, service } = parseServiceSyncKey(key);
     const { store, heartbeats } = this.opts;
-    const task = await store.getTask(taskId);
-    if (!task || task.state !== 'running' || !this.opts.isActive(taskId)) {
+    const task = this.opts.activeTask(taskId);
+    if (!task || task.state !== 'running') {
       heartbeats.clear(key);
       return { kind: 'inactive' };
     }
@@ -140,9 +144,6 @@ export class Reconciler {
     let destination: RegistryAdapter;
     let sourceInstances: Instance[];
     let destinationInstances: Instance[];
-    // Read alongside the registries rather than after them (one Redis round trip less per reconcile).
-    const destinationSpecRead = store.getCluster(task.destination);
-    destinationSpecRead.catch(() => undefined);
     try {
       source = await this.opts.adapters.get(task.source);
       destination = await this.opts.adapters.get(task.destination);
@@ -176,7 +177,7 @@ export class Reconciler {
       throw err;
     }
 
-    const destinationSpec = await destinationSpecRead;
+    const destinationSpec = this.opts.adapters.spec(task.destination) ?? (await store.getCluster(task.destination));
     const aliases = destinationSpec?.options.aliases;
     const { desired } = transform(sourceInstances, {
       taskId,
@@ -198,7 +199,7 @@ export class Reconciler {
       log.debug({ upserts: plan.upsert.length, removes: plan.remove.length }, 'applied');
     }
     const live = [...plan.upsert, ...plan.unchanged];
-    if (this.opts.isActive(taskId)) heartbeats.set(key, destination, service, live);
+    if (this.opts.activeTask(taskId) !== undefined) heartbeats.set(key, destination, service, live);
     else heartbeats.clear(key);
     this.knownSourceCounts.set(key, sourceInstances.length);
 

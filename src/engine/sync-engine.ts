@@ -57,9 +57,9 @@ export class SyncEngine implements TaskControl {
     this.log = opts.logger.child({ component: 'engine' });
   }
 
-  /** Is the task running here? The reconciler asks before it starts beats. */
-  isActive(taskId: string): boolean {
-    return this.active.has(taskId);
+  /** The task, when it runs here (the reconciler reads it from here rather than from the store). */
+  activeTask(taskId: string): TaskSpec | undefined {
+    return this.active.get(taskId)?.task;
   }
 
   /** Starts every running task and asks for a first reconcile of each service sync. */

@@ -59,8 +59,9 @@ export class ShardQueue {
   async enqueueMany(keys: readonly string[], reason: ReconcileJobData['reason']): Promise<void> {
     const delay = reason === 'change' ? this.changeDelayMs : 0;
     const since = Date.now();
-    for (let i = 0; i < keys.length; i += BULK_SIZE) {
-      const batch = keys.slice(i, i + BULK_SIZE);
+    // A small first batch gets workers going while the rest is still being added.
+    for (let i = 0, size = FIRST_BULK_SIZE; i < keys.length; i += size, size = BULK_SIZE) {
+      const batch = keys.slice(i, i + size);
       await this.queue.addBulk(batch.map((key) => ({ name: RECONCILE_JOB, data: { key, since, reason }, opts: jobOptions(key, delay) })));
     }
   }
@@ -77,6 +78,7 @@ export class ShardQueue {
 
 /** Jobs per `addBulk` call: bounds one pipeline while keeping round trips few. */
 const BULK_SIZE = 500;
+const FIRST_BULK_SIZE = 50;
 
 function jobOptions(key: string, delay: number): JobsOptions {
   return {
