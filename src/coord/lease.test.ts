@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startRedis, type RedisServer } from '../../test/support/redis.js';
+import { waitUntil } from '../../test/support/wait-until.js';
+import { acquireLease, checkFence, LeaseManager, readLease, releaseLease, renewLease } from './index.js';
+
+let server: RedisServer;
+const clients: Redis[] = [];
+const managers: LeaseManager[] = [];
+let redis: Redis;
+let prefix: string;
+
+function connect(): Redis {
+  const client = new Redis(server.url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => undefined);
+  clients.push(client);
+  return client;
+}
+
+function redisMs([seconds, micros]: [string, string] | [number, number] | unknown[]): number {
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
+
+function manager(owner: string, ttlMs = 1000, safetyMarginMs?: number): LeaseManager {
+  const m = new LeaseManager({ redis: connect(), prefix, owner, ttlMs, safetyMarginMs });
+  managers.push(m);
+  return m;
+}
+
+beforeAll(async () => {
+  server = await startRedis();
+});
+
+afterAll(async () => {
+  await server?.cleanup();
+});
+
+beforeEach(() => {
+  redis = connect();
+  prefix = `t-${randomUUID()}`;
+});
+
+afterEach(() => {
+  for (const m of managers.splice(0)) m.halt();
+  for (const client of clients.splice(0)) client.disconnect();
+});
+
+describe('lease functions', () => {
+  it('acquire takes a free lease with a growing token; renew and release need owner and token', async () => {
+    const t1 = (await acquireLease(redis, prefix, 3, 'w1', 10_000))!;
+    // The first token of a shard is the Redis time in ms.
+    expect(Math.abs(t1 - Date.now())).toBeLessThan(60_000);
+    expect(await acquireLease(redis, prefix, 3, 'w2', 10_000)).toBeUndefined();
+    expect(await readLease(redis, prefix, 3)).toMatchObject({ owner: 'w1', token: t1 });
+    expect(await redis.get(`${prefix}:lease:3`)).toBe(JSON.stringify({ owner: 'w1', token: t1 }));
+    expect(await checkFence(redis, prefix, 3, t1)).toBe(true);
+
+    expect(await renewLease(redis, prefix, 3, 'w2', t1, 10_000)).toBe(false);
+    expect(await renewLease(redis, prefix, 3, 'w1', t1 + 1, 10_000)).toBe(false);
+    expect(await renewLease(redis, prefix, 3, 'w1', t1, 20_000)).toBe(true);
+    expect((await readLease(redis, prefix, 3))?.ttlLeftMs).toBeGreaterThan(10_000);
+    expect(await releaseLease(redis, prefix, 3, 'w2', t1)).toBe(false);
+    expect(await releaseLease(redis, prefix, 3, 'w1', t1)).toBe(true);
+    expect(await readLease(redis, prefix, 3)).toBeUndefined();
+    expect(await checkFence(redis, prefix, 3, t1)).toBe(false);
+
+    expect(await acquireLease(redis, prefix, 3, 'w2', 10_000)).toBe(t1 + 1);
+    expect(await checkFence(redis, prefix, 3, t1)).toBe(false);
+    expect(await checkFence(redis, prefix, 3, t1 + 1)).toBe(true);
+  });
+
+  it('keeps tokens growing when Redis loses its data', async () => {
+    const before = (await acquireLease(redis, prefix, 0, 'w1', 10_000))!;
+    for (let i = 0; i < 5; i += 1) {
+      await redis.del(`${prefix}:lease:0`);
+      await acquireLease(redis, prefix, 0, 'w1', 10_000);
+    }
+    const last = (await readLease(redis, prefix, 0))!.token;
+    expect(last).toBe(before + 5);
+    await redis.flushall();
+    await waitUntil(async () => redisMs(await redis.time()) > last, { message: 'the Redis clock to pass the last token' });
+    expect(await acquireLease(redis, prefix, 0, 'w2', 10_000)).toBeGreaterThan(last);
+  });
+
+  it('keeps owner ids with quotes and backslashes intact', async () => {
+    const owner = 'we"ird\\id';
+    const token = await acquireLease(redis, prefix, 0, owner, 10_000);
+    expect(await readLease(redis, prefix, 0)).toMatchObject({ owner, token });
+    expect(await releaseLease(redis, prefix, 0, owner, token ?? 0)).toBe(true);
+  });
+});
+
+describe('LeaseManager', () => {
+  it('acquires, reports validity and releases at once', async () => {
+    const a = manager('a');
+    const b = manager('b');
+    const token = (await a.acquire(0))!;
+    expect(await a.acquire(0)).toBe(token);
+    expect(await b.acquire(0)).toBeUndefined();
+    expect(a.isValid(0)).toBe(true);
+    expect(b.isValid(0)).toBe(false);
+    expect(a.heldShards()).toEqual([0]);
+    expect(await a.release(0)).toBe(true);
+    expect(a.isValid(0)).toBe(false);
+    expect(await a.read(0)).toBeUndefined();
+    expect(await b.acquire(0)).toBe(token + 1);
+  });
+
+  it('renews a held lease so that it outlives its TTL', async () => {
+    const a = manager('a', 300);
+    const token = await a.acquire(0);
+    const start = performance.now();
+    await waitUntil(() => performance.now() - start > 1200, { message: 'four lease TTLs to pass' });
+    expect(a.isValid(0)).toBe(true);
+    expect(await a.read(0)).toMatchObject({ owner: 'a', token });
+    expect(await manager('b', 300).acquire(0)).toBeUndefined();
+  });
+
+  it('emits lost at once when the lease turns out to be someone else\'s', async () => {
+    const a = manager('a');
+    const lost: [number, number][] = [];
+    a.on('lost', (shard, token) => lost.push([shard, token]));
+    const token = (await a.acquire(5))!;
+    await redis.del(`${prefix}:lease:5`);
+    expect(await manager('b').acquire(5)).toBe(token + 1);
+    expect(await a.renew(5)).toBe(false);
+    expect(lost).toEqual([[5, token]]);
+    expect(a.isValid(5)).toBe(false);
+    expect(a.heldShards()).toEqual([]);
+  });
+
+  it('turns invalid and emits lost by its local deadline while Redis does not answer, before the key expires', async () => {
+    const a = manager('a', 1500, 900);
+    const lost: { shard: number; at: number }[] = [];
+    const token = await a.acquire(1);
+    // Redis' absolute expiry of the key (Redis runs on this host, so its clock is ours).
+    const expiresAt = Number(await redis.call('PEXPIRETIME', `${prefix}:lease:1`));
+    a.on('lost', (shard) => lost.push({ shard, at: Date.now() }));
+    // Every client's commands wait (the renewals too) while time runs.
+    await redis.call('CLIENT', 'PAUSE', '2000', 'ALL');
+    await waitUntil(() => lost.length > 0, { message: 'the lease to be lost by its deadline' });
+    expect(lost.map((l) => l.shard)).toEqual([1]);
+    expect(a.isValid(1)).toBe(false);
+    expect(lost[0]?.at).toBeLessThan(expiresAt);
+    expect(a.token(1)).toBeUndefined();
+    expect(token).toBeDefined();
+    await waitUntil(async () => (await readLease(redis, prefix, 1)) === undefined, { message: 'the lease key to go' });
+  });
+
+  it('halt stops renewing; the lease stays until the local deadline and the Redis TTL run out', async () => {
+    const a = manager('a', 600);
+    const b = manager('b', 600);
+    const token = (await a.acquire(2))!;
+    a.halt();
+    expect(a.isValid(2)).toBe(true);
+    await waitUntil(() => !a.isValid(2), { message: 'the local deadline' });
+    await waitUntil(async () => (await b.acquire(2)) === token + 1, { message: 'b to take the lease' });
+  });
+
+  it('rejects a TTL or margin that cannot work', () => {
+    expect(() => manager('a', 10)).toThrow(RangeError);
+    expect(() => manager('a', 900, 600)).toThrow(RangeError);
+  });
+});

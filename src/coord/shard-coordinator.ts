@@ -1,0 +1,275 @@
+import { EventEmitter } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { silentLogger } from '../log.js';
+import { ensureDeployment, type DeploymentSettings } from './deployment.js';
+import { LeaseManager, type LeaseRecord } from './lease.js';
+import { Membership, type MembershipOptions } from './membership.js';
+import { replicasFor } from './rendezvous.js';
+
+/** Why a worker stopped leading a shard. */
+export type UnleadReason = 'released' | 'lost';
+
+/** One shard as {@link ShardCoordinator.snapshot} sees it. */
+export interface ShardSnapshot {
+  shard: number;
+  /** Current lease owner; undefined while the shard has no leader. */
+  leader?: string;
+  token?: number;
+  ttlLeftMs?: number;
+  /** The shard's replicas among the live workers, preferred leader first. */
+  replicas: string[];
+}
+
+/** Options of {@link ShardCoordinator}. */
+export interface ShardCoordinatorOptions {
+  /** This worker's membership; its id is the worker id. Joined by start() if not yet. */
+  membership: Membership;
+  /** Leases owned by the same worker id. */
+  leases: LeaseManager;
+  deployment: DeploymentSettings;
+  /** Re-evaluation period in ms; default 500. Membership changes and lost leases re-evaluate at once too. */
+  tickMs?: number;
+  logger?: Logger;
+}
+
+/**
+ * Decides which shards this worker serves and leads. Every worker computes each shard's replica set
+ * from the same live worker list by rendezvous hashing ({@link replicasFor}); at every tick it
+ *
+ * - acquires the lease of a free shard where it is the preferred (first) replica;
+ * - acquires the lease of a free shard where it is another replica, once it has seen the lease free on
+ *   two evaluations in a row (the preferred one gets the first chance), so a leader killed with -9 is
+ *   replaced within the lease TTL plus a tick or two;
+ * - releases a lease where it is no longer a replica (a worker joined), or where a better-ranked live
+ *   replica exists (handover to the preferred one). It does not take back a shard it handed over for one
+ *   lease TTL, so that a slow preferred replica cannot make the lease flap.
+ *
+ * Leading is only as good as {@link LeaseManager.isValid}: check {@link isLeading} before a fenced write.
+ *
+ * Events: `lead` (shard, token), `unlead` (shard, reason), `replicas` (sorted shards this worker
+ * serves, when that set changes).
+ */
+export class ShardCoordinator extends EventEmitter<{
+  lead: [shard: number, token: number];
+  unlead: [shard: number, reason: UnleadReason];
+  replicas: [shards: number[]];
+}> {
+  readonly id: string;
+  readonly membership: Membership;
+  readonly leases: LeaseManager;
+  readonly deployment: DeploymentSettings;
+  readonly tickMs: number;
+  private readonly logger: Logger;
+  private served = new Set<number>();
+  private readonly led = new Map<number, number>();
+  private readonly seenFree = new Set<number>();
+  private readonly handedOver = new Map<number, number>();
+  private timer: NodeJS.Timeout | undefined;
+  private state: 'new' | 'running' | 'stopped' = 'new';
+  private pass: Promise<void> | undefined;
+  private passAgain = false;
+  private readonly onChange = (): void => void this.evaluate();
+  private readonly onLost = (shard: number, token: number): void => {
+    if (this.led.get(shard) !== token) return;
+    this.led.delete(shard);
+    this.emit('unlead', shard, 'lost');
+    void this.evaluate();
+  };
+
+  constructor(opts: ShardCoordinatorOptions) {
+    super();
+    if (opts.leases.owner !== opts.membership.id) {
+      throw new Error(`lease owner ${opts.leases.owner} is not the membership's worker id ${opts.membership.id}`);
+    }
+    this.id = opts.membership.id;
+    this.membership = opts.membership;
+    this.leases = opts.leases;
+    this.deployment = opts.deployment;
+    this.tickMs = opts.tickMs ?? 500;
+    this.logger = (opts.logger ?? silentLogger()).child({ component: 'coordinator', worker: this.id });
+  }
+
+  /** Joins the membership if needed, evaluates once and starts ticking. */
+  async start(): Promise<void> {
+    if (this.state !== 'new') return;
+    this.state = 'running';
+    this.membership.on('change', this.onChange);
+    this.leases.on('lost', this.onLost);
+    await this.membership.join();
+    this.timer = setInterval(() => void this.evaluate(), this.tickMs);
+    this.timer.unref();
+    await this.evaluate();
+  }
+
+  /**
+   * Graceful stop (SIGTERM): releases every lease at once, then leaves the membership, so the others
+   * take over without waiting for a TTL. Gives up after one lease TTL (Redis unreachable: by then the
+   * leases have run out anyway) and {@link halt}s.
+   */
+  async stop(): Promise<void> {
+    if (this.state === 'stopped') return;
+    this.shutdown();
+    const graceful = (async () => {
+      await this.pass;
+      await Promise.all(this.leases.heldShards().map((shard) => this.release(shard)));
+      await this.membership.leave();
+    })();
+    const timeout = new AbortController();
+    const finished = await Promise.race([
+      graceful.then(() => true),
+      delay(this.leases.ttlMs, false, { signal: timeout.signal, ref: false }).catch(() => false),
+    ]);
+    timeout.abort();
+    if (!finished) {
+      this.logger.warn('graceful stop timed out; leases and membership will run out by their TTL');
+      this.halt();
+      void graceful.catch(() => undefined);
+    }
+  }
+
+  /** Stops everything without a word to Redis, as kill -9 would: leases and membership run out by TTL. */
+  halt(): void {
+    this.shutdown();
+    this.membership.halt();
+    this.leases.halt();
+  }
+
+  /** Shards this worker is a replica of, sorted. */
+  servedShards(): number[] {
+    return [...this.served].sort((a, b) => a - b);
+  }
+
+  /** Shards this worker holds the lease of, sorted. */
+  ledShards(): number[] {
+    return [...this.led.keys()].sort((a, b) => a - b);
+  }
+
+  /** Whether this worker leads the shard and the lease's local deadline has not passed. */
+  isLeading(shard: number): boolean {
+    return this.led.has(shard) && this.leases.isValid(shard);
+  }
+
+  /** Every shard's leader (from Redis, now) and replicas (from the live workers as last seen). */
+  async snapshot(): Promise<ShardSnapshot[]> {
+    const leases = await this.leases.readAll(this.deployment.shards);
+    const ids = this.membership.liveIds();
+    return leases.map((lease, shard) => ({
+      shard,
+      ...(lease && { leader: lease.owner, token: lease.token, ttlLeftMs: lease.ttlLeftMs }),
+      replicas: replicasFor(shard, ids, this.deployment.replicas),
+    }));
+  }
+
+  /** Runs one evaluation now (joining the one under way, and running again after it). */
+  evaluate(): Promise<void> {
+    if (this.state !== 'running') return this.pass ?? Promise.resolve();
+    if (this.pass) {
+      this.passAgain = true;
+      return this.pass;
+    }
+    const run = async (): Promise<void> => {
+      do {
+        this.passAgain = false;
+        await this.evaluateOnce();
+      } while (this.passAgain && this.state === 'running');
+    };
+    this.pass = run()
+      .catch((error: unknown) => this.logger.warn({ err: error }, 'shard evaluation failed; retrying at the next tick'))
+      .finally(() => (this.pass = undefined));
+    return this.pass;
+  }
+
+  private async evaluateOnce(): Promise<void> {
+    const ids = this.membership.liveIds();
+    const leases = await this.leases.readAll(this.deployment.shards);
+    if (this.state !== 'running') return;
+    const served = new Set<number>();
+    const work: Promise<void>[] = [];
+    const now = performance.now();
+    for (let shard = 0; shard < this.deployment.shards; shard += 1) {
+      const replicas = replicasFor(shard, ids, this.deployment.replicas);
+      const rank = replicas.indexOf(this.id);
+      if (rank >= 0) served.add(shard);
+      work.push(this.decide(shard, rank, leases[shard], now));
+    }
+    await Promise.all(work);
+    if (served.size !== this.served.size || [...served].some((s) => !this.served.has(s))) {
+      this.served = served;
+      this.emit('replicas', this.servedShards());
+    }
+  }
+
+  private async decide(shard: number, rank: number, lease: LeaseRecord | undefined, now: number): Promise<void> {
+    const token = this.leases.token(shard);
+    if (token !== undefined) {
+      this.seenFree.delete(shard);
+      // Acquisitions only happen in these passes, so a record that is not ours means the lease is gone
+      // (expired or lost with Redis data): a renew confirms it and emits `lost` without waiting for the timer.
+      if (lease?.token !== token || lease.owner !== this.id) await this.leases.renew(shard);
+      if (rank < 0) await this.release(shard);
+      else if (rank > 0) {
+        this.handedOver.set(shard, now);
+        await this.release(shard);
+      }
+      return;
+    }
+    if (lease || rank < 0) {
+      this.seenFree.delete(shard);
+      return;
+    }
+    const handedOverAt = this.handedOver.get(shard);
+    if (handedOverAt !== undefined && now - handedOverAt >= this.leases.ttlMs) this.handedOver.delete(shard);
+    if (rank > 0 && (!this.seenFree.has(shard) || this.handedOver.has(shard))) {
+      this.seenFree.add(shard);
+      return;
+    }
+    this.seenFree.delete(shard);
+    const acquired = await this.leases.acquire(shard);
+    if (acquired === undefined || this.led.has(shard)) return;
+    if (this.state !== 'running') {
+      await this.leases.release(shard);
+      return;
+    }
+    this.led.set(shard, acquired);
+    this.emit('lead', shard, acquired);
+  }
+
+  private async release(shard: number): Promise<void> {
+    const token = this.led.get(shard);
+    this.led.delete(shard);
+    await this.leases.release(shard);
+    if (token !== undefined) this.emit('unlead', shard, 'released');
+  }
+
+  private shutdown(): void {
+    this.state = 'stopped';
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    this.membership.off('change', this.onChange);
+  }
+}
+
+/** Options of {@link createShardCoordinator}. */
+export interface CreateShardCoordinatorOptions extends Omit<MembershipOptions, 'ttlMs' | 'logger'> {
+  /** Explicit deployment settings; undefined takes the stored ones (see {@link ensureDeployment}). */
+  shards?: number;
+  replicas?: number;
+  membershipTtlMs?: number;
+  leaseTtlMs?: number;
+  tickMs?: number;
+  logger?: Logger;
+}
+
+/**
+ * Ensures the deployment and wires a coordinator to a new membership and lease manager, all owned by
+ * it. Not started: attach the listeners, then call {@link ShardCoordinator.start}.
+ */
+export async function createShardCoordinator(opts: CreateShardCoordinatorOptions): Promise<ShardCoordinator> {
+  const { shards, replicas, membershipTtlMs, leaseTtlMs, tickMs, logger, ...member } = opts;
+  const deployment = await ensureDeployment(opts.redis, opts.prefix, { shards, replicas });
+  const membership = new Membership({ ...member, ttlMs: membershipTtlMs, logger });
+  const leases = new LeaseManager({ redis: opts.redis, prefix: opts.prefix, owner: membership.id, ttlMs: leaseTtlMs, logger });
+  return new ShardCoordinator({ membership, leases, deployment, tickMs, logger });
+}
