@@ -169,7 +169,9 @@ describe('NacosAdapter watch', () => {
     adapters.push(adapter);
     let calls = 0;
     adapter.watch(key('outage'), () => (calls += 1));
-    await waitUntil(() => flaky.pusher.subscribersOf('public', 'DEFAULT_GROUP@@outage').length > 0, { message: 'subscribed' });
+    // Watch, then read (as the engine does): the baseline, and the push subscription.
+    await adapter.listInstances(key('outage'));
+    expect(flaky.pusher.subscribersOf('public', 'DEFAULT_GROUP@@outage')).toHaveLength(1);
     const port = flaky.port;
     await flaky.close();
     await waitUntil(() => entries.some((e) => e.msg === 'nacos watch poll failed; retrying at the next interval'), {

@@ -49,8 +49,9 @@ interface Subscription {
  * later poll that still differs from it calls the watchers once more (harmless: level-triggered
  * readers), and a change whose push was lost is still noticed. The first read of the service (see
  * {@link observed}) subscribes to push and records what is there (callers read after they watch);
- * the first poll, half to one `firstPollDelayMs` after the watch, does so when no read came first;
- * if the first polls failed, the first one that works calls the watchers.
+ * the first poll, half to one `firstPollDelayMs` after the watch, subscribes when no read came
+ * first, and then calls the watchers: without a read here, nobody knows whether what it finds is
+ * what the last reconcile saw.
  *
  * A watch never throws: poll failures are logged (once per outage, then quietly) and retried at the
  * next interval; a throwing watcher is logged and does not disturb the others.
@@ -173,7 +174,9 @@ export class WatchHub {
       const fingerprint = instancesFingerprint(instances);
       if (sub.fingerprint === undefined && sub.baseline !== undefined) sub.fingerprint = instancesFingerprint(sub.baseline);
       sub.baseline = undefined;
-      const changed = sub.fingerprint === undefined ? sub.failing : fingerprint !== sub.fingerprint;
+      // No read here since the watch began (the service may be reconciled by another process, with
+      // what it saw unknown here): the first poll wakes the watchers, so no change in between is lost.
+      const changed = sub.fingerprint === undefined || fingerprint !== sub.fingerprint;
       if (sub.failing) log.info({ service: describeService(sub.ref) }, 'nacos watch reads again');
       sub.fingerprint = fingerprint;
       sub.failing = false;

@@ -8,7 +8,7 @@ import { HeartbeatScheduler } from './heartbeat-scheduler.js';
 /** A destination that records beats and writes; `lost` instances answer "unknown" once. */
 class RecordingDestination implements RegistryAdapter {
   readonly clusterId = 'dest';
-  readonly heartbeatIntervalMs = 100;
+  readonly heartbeatIntervalMs: number = 100;
   readonly beats = new Map<string, number>();
   readonly applied: ApplyPlan[] = [];
   readonly lost = new Set<string>();
@@ -48,6 +48,21 @@ describe('HeartbeatScheduler', () => {
       await waitUntil(() => dest.count('10.0.0.1') >= 3 && dest.count('10.0.0.2') >= 3, { message: 'three beats each' });
       expect(dest.count('10.0.0.3')).toBe(0);
       expect(hb.stats().entries).toBe(2);
+    } finally {
+      hb.stop();
+    }
+  });
+
+  it('beats a copy it did not just register within a second, however long the interval', async () => {
+    const dest = new (class extends RecordingDestination {
+      override readonly heartbeatIntervalMs = 3_600_000;
+    })();
+    const hb = new HeartbeatScheduler({ tickMs: 10, logger: silentLogger() });
+    hb.start();
+    try {
+      // Taken over from another process: when it was beaten last is unknown.
+      hb.set('o1', dest, service, [inst('10.0.0.1')]);
+      await waitUntil(() => dest.count('10.0.0.1') === 1, { message: 'first beat soon', timeoutMs: 5_000 });
     } finally {
       hb.stop();
     }
@@ -93,8 +108,9 @@ describe('HeartbeatScheduler', () => {
     const dest = new RecordingDestination();
     const hb = new HeartbeatScheduler({ tickMs: 10, logger: silentLogger() });
     const many = Array.from({ length: 200 }, (_, i) => inst(`10.1.${Math.floor(i / 250)}.${i % 250}`));
-    hb.set('o1', dest, service, many);
-    // 100 ms interval / 10 ms ticks = 10 phases; 200 instances should use all of them.
+    // Just registered (written): each joins at its phase; 100 ms interval / 10 ms ticks = 10 phases,
+    // and 200 instances should use all of them.
+    hb.set('o1', dest, service, many, many);
     const wheel = (hb as unknown as { wheel: Map<number, Set<string>> }).wheel;
     const perPhase = new Map<number, number>();
     for (const [tick, bucket] of wheel) perPhase.set(tick % 10, (perPhase.get(tick % 10) ?? 0) + bucket.size);

@@ -33,6 +33,12 @@ export interface HeartbeatOptions {
 }
 
 /**
+ * How soon a copy this process did not just register gets its first beat here: a new leader taking
+ * over a shard, or a restarted process, cannot know when the copy was beaten last.
+ */
+export const SOON_MS = 1_000;
+
+/**
  * The heartbeat proxy: keeps ephemeral copies alive on registries that need beats (Nacos), for as
  * long as their owner (a service sync) says so.
  *
@@ -71,9 +77,12 @@ export class HeartbeatScheduler {
 
   /**
    * Makes `instances` the complete set `owner` keeps alive on `adapter` for `service`. Instances
-   * that stay keep their schedule; new ones join at their phase; missing ones stop at once.
+   * that stay keep their schedule; missing ones stop at once. New ones that were just `written`
+   * (registered: that counts as a beat) join at their phase within the interval; other new ones
+   * (beaten until now by another process or an earlier life of this one, when, nobody knows) get a
+   * first beat within {@link SOON_MS}, spread over it, then keep their phase.
    */
-  set(owner: string, adapter: RegistryAdapter, service: ServiceKey, instances: readonly Instance[]): void {
+  set(owner: string, adapter: RegistryAdapter, service: ServiceKey, instances: readonly Instance[], written: readonly Instance[] = []): void {
     if (!adapter.heartbeat) {
       this.clear(owner);
       return;
@@ -92,7 +101,8 @@ export class HeartbeatScheduler {
         continue;
       }
       const entry: Entry = { key, owner, adapter, service, instance, intervalMs, dueTick: 0, inFlight: false };
-      entry.dueTick = this.firstTick(key, intervalMs);
+      const justWritten = written.some((w) => w.ip === instance.ip && w.port === instance.port && w.cluster === instance.cluster);
+      entry.dueTick = justWritten ? this.firstTick(key, intervalMs) : this.soonTick(key, intervalMs);
       this.entries.set(key, entry);
       this.schedule(entry);
     }
@@ -144,6 +154,12 @@ export class HeartbeatScheduler {
     const now = this.currentTick();
     const base = now - (now % ticksPerInterval) + phase;
     return base > now ? base : base + ticksPerInterval;
+  }
+
+  /** A tick within the next SOON_MS (at most half the interval), at this key's phase within that window. */
+  private soonTick(key: string, intervalMs: number): number {
+    const window = Math.max(1, Math.round(Math.min(SOON_MS, intervalMs / 2) / this.tickMs));
+    return this.currentTick() + 1 + (createHash('sha1').update(key).digest().readUInt32BE(0) % window);
   }
 
   private schedule(entry: Entry): void {
