@@ -5,23 +5,50 @@ import { createKubernetesAdapter } from '../adapters/kubernetes/index.js';
 import { createNacosAdapter } from '../adapters/nacos/index.js';
 import { createZooKeeperAdapter } from '../adapters/zookeeper/index.js';
 import { buildApiApp } from './api/index.js';
+import { DeploymentView } from './coord/deployment-view.js';
+import {
+  createShardCoordinator,
+  DEFAULT_REPLICAS,
+  DEFAULT_SHARDS,
+  ensureDeployment,
+  listWorkers,
+  readDeployment,
+  shardOf,
+  type Deployment,
+  type ShardCoordinator,
+} from './coord/index.js';
 import { AdapterPool, type AdapterFactory } from './engine/adapter-pool.js';
+import { ControlBus, type ControlMessage } from './engine/control-bus.js';
 import { HeartbeatScheduler } from './engine/heartbeat-scheduler.js';
+import { LiveSets } from './engine/live-sets.js';
 import { Reconciler } from './engine/reconciler.js';
 import { SyncEngine } from './engine/sync-engine.js';
-import type { ClusterKind } from './model/types.js';
-import { ShardQueue, ShardWorker } from './queue/shard-queue.js';
+import { serviceSyncKey, type ClusterKind } from './model/types.js';
+import type { TaskControl } from './engine/control.js';
+import { ShardQueues, ShardWorker } from './queue/shard-queue.js';
 import { RegsyncStore } from './store/index.js';
 
-/** Settings of one regsync process running the API and a worker. */
+/** What one regsync process runs. */
+export type NodeRole = 'api' | 'worker';
+
+/** Settings of one regsync process. */
 export interface NodeOptions {
   redisUrl: string;
-  /** Where the REST API listens; no API when absent. */
+  /** Default both: `regsync up`. `regsync worker` runs only `worker`, `regsync api` only `api`. */
+  roles?: readonly NodeRole[];
+  /** Where the REST API listens (role `api`). */
   listen?: { host: string; port: number } | undefined;
-  /** Prefix of every Redis key (store and queues). Default `regsync`. */
+  /** Prefix of every Redis key (store, coordination and queues). Default `regsync`. */
   prefix?: string;
   logger: Logger;
-  /** Reconciles running at once in this process. Default 16. */
+  /** Shards and replicas of the deployment; fixed at its first start (undefined: as stored, else 8 and 2). */
+  shards?: number | undefined;
+  replicas?: number | undefined;
+  /** This worker's id (default `<hostname>-<pid>-<random>`). */
+  workerId?: string | undefined;
+  /** Lease of a shard's leadership, ms (default 5000). */
+  leaseTtlMs?: number | undefined;
+  /** Reconciles running at once in this process, shared among the shards it serves (at least 4 each). Default 32. */
   concurrency?: number;
   /** See {@link ReconcilerOptions.confirmEmptyMs}. */
   confirmEmptyMs?: number;
@@ -35,31 +62,69 @@ export interface NodeOptions {
 export interface RegsyncNode {
   /** `http://host:port` of the API, when it listens. */
   url: string | undefined;
+  /** This process's worker id (also with the `api` role alone: it names the sender of control messages). */
+  id: string;
+  deployment: Deployment;
   engine: SyncEngine;
   heartbeats: HeartbeatScheduler;
-  queue: ShardQueue;
+  queues: ShardQueues;
   store: RegsyncStore;
   app: FastifyInstance | undefined;
-  /** Stops everything; copies stop being beaten (they expire unless another node takes over). */
+  /** The shard coordinator (role `worker`). */
+  coordinator: ShardCoordinator | undefined;
+  /**
+   * Graceful stop: hands the led shards over (leases released), lets running reconciles finish,
+   * stops beats and closes connections.
+   */
   close(): Promise<void>;
 }
 
 /**
- * Starts the API and a worker in one process against one Redis: the store, the shard queue and its
- * worker, the engine (watches, full syncs, heartbeat proxy) and the REST API.
+ * Starts a regsync process against one Redis. Role `worker`: joins the deployment's workers, serves
+ * the shards rendezvous hashing gives it (a BullMQ worker per shard queue), and for the shards it
+ * leads watches the sources, beats the copies and runs the full syncs. Role `api`: the REST API,
+ * which stores every change and tells every process over Redis (see {@link ControlBus}).
  */
 export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
   const prefix = options.prefix ?? 'regsync';
   const logger = options.logger;
-  // Auto-pipelining: the store calls of concurrent reconciles (task reads, status writes) share round trips.
-  const storeRedis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3, enableAutoPipelining: true });
-  const queueRedis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
-  const workerRedis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
-  for (const r of [storeRedis, queueRedis, workerRedis]) r.on('error', (err) => logger.warn({ err }, 'redis connection error'));
+  const roles = new Set(options.roles ?? ['api', 'worker']);
+  const connections: Redis[] = [];
+  const connect = (opts: { maxRetriesPerRequest: number | null; enableAutoPipelining?: boolean }): Redis => {
+    const redis = new Redis(options.redisUrl, opts);
+    redis.on('error', (err) => logger.warn({ err }, 'redis connection error'));
+    connections.push(redis);
+    return redis;
+  };
+  // Auto-pipelining: the store calls of concurrent reconciles (status writes, live sets) share round trips.
+  const storeRedis = connect({ maxRetriesPerRequest: 3, enableAutoPipelining: true });
+  const queueRedis = connect({ maxRetriesPerRequest: null });
+  const subscriber = connect({ maxRetriesPerRequest: null });
+  const closeConnections = () => {
+    for (const r of connections) r.disconnect();
+  };
+
+  // Workers create the deployment (first start) or check theirs against it; an API process only
+  // reads it, and reads it again for every `/api/v1/shards` (the workers may start after it).
+  let deployment: Deployment;
+  try {
+    deployment = roles.has('worker')
+      ? await ensureDeployment(storeRedis, prefix, { shards: options.shards, replicas: options.replicas })
+      : ((await readDeployment(storeRedis, prefix)) ?? { shards: DEFAULT_SHARDS, replicas: DEFAULT_REPLICAS, createdAt: '' });
+  } catch (err) {
+    closeConnections();
+    throw err;
+  }
+  const shardOfKey = (key: string): number => shardOf(key, deployment.shards);
+
   const store = new RegsyncStore(storeRedis, prefix);
   const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: createNacosAdapter, zookeeper: createZooKeeperAdapter, kubernetes: createKubernetesAdapter, ...options.adapters }, logger);
   const heartbeats = new HeartbeatScheduler({ logger });
-  const queue = new ShardQueue({ connection: queueRedis, prefix: `${prefix}:bull`, changeDelayMs: options.changeDelayMs });
+  const queues = new ShardQueues({ connection: queueRedis, prefix: `${prefix}:bull`, changeDelayMs: options.changeDelayMs }, shardOfKey);
+  const liveSets = new LiveSets(storeRedis, prefix);
+
+  let coordinator: ShardCoordinator | undefined;
+  const leads = (shard: number): boolean => coordinator?.isLeading(shard) ?? false;
   const reconciler: Reconciler = new Reconciler({
     store,
     adapters,
@@ -67,23 +132,109 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     logger,
     // Called only once reconciles run, after the engine below exists.
     activeTask: (taskId) => engine.activeTask(taskId),
-    requeue: (key, delayMs) => queue.enqueue(key, 'confirm', delayMs),
+    requeue: (key, delayMs) => queues.enqueue(key, 'confirm', delayMs),
+    shardOf: shardOfKey,
+    leads,
+    liveSets,
     ...(options.confirmEmptyMs !== undefined ? { confirmEmptyMs: options.confirmEmptyMs } : {}),
   });
-  const engine: SyncEngine = new SyncEngine({ store, adapters, queue, heartbeats, reconciler, logger });
-  const worker = new ShardWorker(
-    { connection: workerRedis, prefix: `${prefix}:bull`, concurrency: options.concurrency ?? 16 },
-    async (data) => {
-      await reconciler.reconcile(data.key, data.since);
-    },
-    logger,
-  );
-  await engine.start();
+  const engine: SyncEngine = new SyncEngine({ store, adapters, queue: queues, heartbeats, reconciler, logger, shardOf: shardOfKey, leads, liveSets });
+  const bus = new ControlBus(storeRedis, prefix, logger.child({ component: 'control' }), options.workerId);
+  const workers = new Map<number, ShardWorker>();
+  const log = logger.child({ component: 'node', worker: bus.id });
+
+  try {
+    if (roles.has('worker')) {
+      const created = await createShardCoordinator({
+        redis: storeRedis,
+        subscriber: connect({ maxRetriesPerRequest: null }),
+        prefix,
+        id: bus.id,
+        roles: [...roles],
+        shards: deployment.shards,
+        replicas: deployment.replicas,
+        leaseTtlMs: options.leaseTtlMs,
+        logger,
+      });
+      coordinator = created;
+      created.on('replicas', (served) => {
+        const want = new Set(served);
+        for (const [shard, worker] of workers) {
+          if (want.has(shard)) continue;
+          workers.delete(shard);
+          void worker.close().catch((err: unknown) => log.warn({ err, shard }, 'cannot close a shard worker'));
+        }
+        const perShard = Math.max(4, Math.ceil((options.concurrency ?? 32) / Math.max(1, want.size)));
+        for (const shard of want) {
+          const running = workers.get(shard);
+          if (running) {
+            running.worker.concurrency = perShard;
+            continue;
+          }
+          workers.set(
+            shard,
+            new ShardWorker(
+              { connection: connect({ maxRetriesPerRequest: null }), prefix: `${prefix}:bull`, shard, concurrency: perShard },
+              async (data) => {
+                await reconciler.reconcile(data.key, data.since);
+              },
+              logger,
+            ),
+          );
+        }
+        log.info({ shards: served }, 'serving shards');
+      });
+      created.on('lead', (shard, token) => {
+        log.info({ shard, token }, 'leading shard');
+        void (async () => {
+          for (const [key, instances] of await liveSets.load(shard)) await engine.restoreBeats(key, instances);
+          await engine.leadShard(shard);
+        })().catch((err: unknown) => log.warn({ err, shard }, 'taking over a shard failed; its next full sync repairs it'));
+      });
+      created.on('unlead', (shard, reason) => {
+        log.info({ shard, reason }, 'no longer leading shard');
+        engine.unleadShard(shard);
+      });
+      await liveSets.listen(subscriber, (shard, key) => {
+        if (!leads(shard)) return;
+        void liveSets
+          .get(key, shard)
+          .then((instances) => engine.restoreBeats(key, instances))
+          .catch((err: unknown) => log.warn({ err, key }, 'cannot take over beats'));
+      }, log);
+      await bus.listen(subscriber, bus.id, (message) => applyControl(engine, message));
+      await engine.start();
+      await created.start();
+    }
+  } catch (err) {
+    await coordinator?.stop().catch(() => undefined);
+    closeConnections();
+    throw err;
+  }
 
   let app: FastifyInstance | undefined;
   let url: string | undefined;
-  if (options.listen) {
-    app = await buildApiApp({ store, control: engine, redis: storeRedis, logger });
+  if (roles.has('api') && options.listen) {
+    const current = async (): Promise<Deployment> => {
+      if (!roles.has('worker')) deployment = (await readDeployment(storeRedis, prefix)) ?? deployment;
+      return deployment;
+    };
+    const view = new DeploymentView(storeRedis, prefix, current, (shard) => queues.depth(shard), async (shards) => {
+      const counts = new Map<number, number>();
+      for (const task of await store.listTasks()) {
+        for (const status of await store.listServiceStatus(task.id)) {
+          const shard = shardOf(serviceSyncKey({ taskId: task.id, service: status.service }), shards);
+          counts.set(shard, (counts.get(shard) ?? 0) + 1);
+        }
+      }
+      return counts;
+    });
+    // Without the worker role this process runs no task: it only removes a deleted task's copies.
+    const local: TaskControl = roles.has('worker')
+      ? engine
+      : { taskChanged: async () => {}, resync: async () => {}, clusterChanged: (id) => adapters.invalidate(id), removeTask: (id) => engine.removeTask(id) };
+    const control = bus.control(local, async () => (await listWorkers(storeRedis, prefix)).map((w) => w.id));
+    app = await buildApiApp({ store, control, redis: storeRedis, logger, deployment: view });
     await app.listen({ host: options.listen.host, port: options.listen.port });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : options.listen.port;
@@ -91,23 +242,40 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     logger.info({ url }, 'REST API listening');
   }
 
-  const running = engine;
   return {
     url,
-    engine: running,
+    id: bus.id,
+    deployment,
+    engine,
     heartbeats,
-    queue,
+    queues,
     store,
     app,
+    coordinator,
     async close() {
       await app?.close();
-      await running.stop();
-      await worker.close();
-      await queue.close();
+      // Hand the led shards over first, so that the others start beating while this one winds down.
+      await coordinator?.stop();
+      await engine.stop();
+      await Promise.all([...workers.values()].map((w) => w.close()));
+      workers.clear();
+      await queues.close();
       await adapters.closeAll();
-      storeRedis.disconnect();
-      queueRedis.disconnect();
-      workerRedis.disconnect();
+      closeConnections();
     },
   };
+}
+
+/** Applies a control message from another process to this process's engine. */
+async function applyControl(engine: SyncEngine, message: ControlMessage): Promise<void> {
+  switch (message.op) {
+    case 'taskChanged':
+      return engine.taskChanged(message.id);
+    case 'resync':
+      return engine.resync(message.id);
+    case 'clusterChanged':
+      return engine.clusterChanged(message.id);
+    case 'removeTask':
+      return engine.stopTask(message.id);
+  }
 }

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { DeploymentView } from '../coord/deployment-view.js';
 import type { TaskControl } from '../engine/control.js';
 import type { RegsyncStore } from '../store/index.js';
 
@@ -15,6 +16,8 @@ export interface ApiDeps {
   logger?: Logger;
   /** Largest accepted request body in bytes (default 64 KiB). */
   bodyLimitBytes?: number;
+  /** Shards and workers for `/api/v1/shards` and `/api/v1/workers`; those routes are absent without it. */
+  deployment?: DeploymentView;
 }
 
 /** What route modules get: the deps with the defaults applied. */

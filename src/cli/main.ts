@@ -4,13 +4,24 @@ import { createLogger } from '../log.js';
 import { startRegistry } from '../registry/registry-server.js';
 import { applyDeclarations, readDeclarations } from './apply-command.js';
 import { runDemo, type DemoOptions } from './demo.js';
-import { runUp, stopOnSignal, type UpOptions } from './up-command.js';
-import { parsePort } from './options.js';
+import { DeploymentMismatchError } from '../coord/index.js';
+import { startNode } from '../node.js';
+import { parseListen, runUp, stopOnSignal, type ShardOptions, type UpOptions } from './up-command.js';
+import { parsePort, parsePositiveInt } from './options.js';
 import { addRegistryOptions, closeOnSignal, registryOptionsFrom, type RegistryCliOptions } from './registry-command.js';
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
   return pkg.version;
+}
+
+/** `--shards`, `--replicas`, `--worker-id`, `--lease-ttl-ms` of the commands that run a worker. */
+function addShardOptions(command: Command): Command {
+  return command
+    .option('--shards <n>', 'shards of the deployment, fixed at its first start (default 8, or as stored)', parsePositiveInt)
+    .option('--replicas <n>', 'workers serving each shard, fixed at first start (default 2, or as stored)', parsePositiveInt)
+    .option('--worker-id <id>', 'this worker\'s id (default <hostname>-<pid>-<random>)')
+    .option('--lease-ttl-ms <ms>', 'lease of a shard\'s leadership: how long a dead leader holds it (default 5000)', parsePositiveInt);
 }
 
 /** Builds the `regsync` command tree. */
@@ -30,17 +41,42 @@ export function buildProgram(): Command {
     closeOnSignal(registry, logger);
   });
 
+  addShardOptions(
+    program
+      .command('up')
+      .description('run the REST API and a sync worker in one process')
+      .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
+      .option('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL); without it a local redis-server is started')
+      .option('--data-dir <dir>', 'data of the local redis-server', '.regsync'),
+  ).action(async (opts: UpOptions) => {
+    const logger = createLogger();
+    const handle = await runUp(opts, logger);
+    process.stdout.write(`regsync up: REST API listening on ${handle.node.url} (worker ${handle.node.id})\n`);
+    stopOnSignal(() => handle.close(), logger);
+  });
+
+  addShardOptions(
+    program
+      .command('worker')
+      .description('run a sync worker (no HTTP): serves and leads shards of the deployment in Redis')
+      .requiredOption('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL),
+  ).action(async (opts: ShardOptions & { redis: string }) => {
+    const logger = createLogger();
+    const node = await startNode({ redisUrl: opts.redis, roles: ['worker'], logger, shards: opts.shards, replicas: opts.replicas, workerId: opts.workerId, leaseTtlMs: opts.leaseTtlMs });
+    process.stdout.write(`regsync worker ${node.id} running (${node.deployment.shards} shards, ${node.deployment.replicas} replicas)\n`);
+    stopOnSignal(() => node.close(), logger);
+  });
+
   program
-    .command('up')
-    .description('run the REST API and a sync worker in one process')
+    .command('api')
+    .description('run the REST API only (no sync work); any number of them against one Redis')
     .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
-    .option('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL); without it a local redis-server is started')
-    .option('--data-dir <dir>', 'data of the local redis-server', '.regsync')
-    .action(async (opts: UpOptions) => {
+    .requiredOption('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL)
+    .action(async (opts: { listen: string; redis: string }) => {
       const logger = createLogger();
-      const handle = await runUp(opts, logger);
-      process.stdout.write(`regsync up: REST API listening on ${handle.node.url}\n`);
-      stopOnSignal(() => handle.close(), logger);
+      const node = await startNode({ redisUrl: opts.redis, roles: ['api'], listen: parseListen(opts.listen), logger });
+      process.stdout.write(`regsync api: REST API listening on ${node.url}\n`);
+      stopOnSignal(() => node.close(), logger);
     });
 
   program
@@ -78,6 +114,6 @@ export async function run(argv: string[]): Promise<void> {
     if (err instanceof CommanderError) process.exit(err.exitCode);
     const message = err instanceof Error ? err.message : String(err);
     process.stderr.write(`regsync: ${message}\n`);
-    process.exit(1);
+    process.exit(err instanceof DeploymentMismatchError ? 2 : 1);
   }
 }

@@ -20,3 +20,10 @@ export function parseDuration(value: string): number {
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
+
+/** Parses a positive integer. */
+export function parsePositiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
+  return n;
+}

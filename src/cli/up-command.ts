@@ -2,10 +2,18 @@ import type { Logger } from 'pino';
 import { startNode, type RegsyncNode } from '../node.js';
 import { startLocalRedis, type LocalRedis } from './local-redis.js';
 
-export interface UpOptions {
+export interface UpOptions extends ShardOptions {
   listen: string;
   redis?: string | undefined;
   dataDir: string;
+}
+
+/** Options every worker-running command takes. */
+export interface ShardOptions {
+  shards?: number | undefined;
+  replicas?: number | undefined;
+  workerId?: string | undefined;
+  leaseTtlMs?: number | undefined;
 }
 
 /** Parses `host:port` (IPv6 in brackets). */
@@ -33,7 +41,15 @@ export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> 
   const localRedis = redisUrl ? undefined : await startLocalRedis(opts.dataDir, logger);
   let node: RegsyncNode;
   try {
-    node = await startNode({ redisUrl: redisUrl ?? (localRedis as LocalRedis).url, listen, logger });
+    node = await startNode({
+      redisUrl: redisUrl ?? (localRedis as LocalRedis).url,
+      listen,
+      logger,
+      shards: opts.shards,
+      replicas: opts.replicas,
+      workerId: opts.workerId,
+      leaseTtlMs: opts.leaseTtlMs,
+    });
   } catch (err) {
     await localRedis?.stop();
     throw err;

@@ -105,3 +105,10 @@ function parseDeployment(key: string, raw: string): Deployment {
   }
   return { shards: d.shards, replicas: d.replicas, createdAt: d.createdAt };
 }
+
+/** The stored deployment, or undefined before any worker started (read-only: for API processes). */
+export async function readDeployment(redis: Redis, prefix: string): Promise<Deployment | undefined> {
+  const key = `${prefix}:deployment`;
+  const raw = await redis.get(key);
+  return raw === null ? undefined : parseDeployment(key, raw);
+}

@@ -4,10 +4,11 @@ export {
   DEFAULT_SHARDS,
   DeploymentMismatchError,
   ensureDeployment,
+  readDeployment,
   type Deployment,
   type DeploymentSettings,
 } from './deployment.js';
-export { defaultWorkerId, Membership, type MembershipOptions, type WorkerInfo } from './membership.js';
+export { defaultWorkerId, listWorkers, Membership, type MembershipOptions, type WorkerInfo } from './membership.js';
 export {
   acquireLease,
   checkFence,

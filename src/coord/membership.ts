@@ -37,6 +37,14 @@ export interface MembershipOptions {
   logger?: Logger;
 }
 
+/** The live workers' records of a deployment, sorted by id, read now (no membership needed). */
+export async function listWorkers(redis: Redis, prefix: string): Promise<WorkerInfo[]> {
+  const ids = ((await evalScript(redis, LIVE_WORKERS, 1, `${prefix}:workers`, `${prefix}:workers:events`)) as string[]).sort();
+  if (ids.length === 0) return [];
+  const raws = await redis.mget(ids.map((id) => `${prefix}:worker:${id}`));
+  return raws.flatMap((raw) => (raw === null ? [] : [JSON.parse(raw) as WorkerInfo]));
+}
+
 /** The default worker id: `<hostname>-<pid>-<6 random hex digits>`. */
 export function defaultWorkerId(): string {
   return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
@@ -136,11 +144,8 @@ export class Membership extends EventEmitter<{ change: [ids: string[]] }> {
   }
 
   /** The live workers' records, sorted by id, read now. */
-  async list(): Promise<WorkerInfo[]> {
-    const ids = ((await evalScript(this.redis, LIVE_WORKERS, 1, this.setKey, this.channel)) as string[]).sort();
-    if (ids.length === 0) return [];
-    const raws = await this.redis.mget(ids.map((id) => this.recordKey(id)));
-    return raws.flatMap((raw) => (raw === null ? [] : [JSON.parse(raw) as WorkerInfo]));
+  list(): Promise<WorkerInfo[]> {
+    return listWorkers(this.redis, this.opts.prefix);
   }
 
   /** Stops the heartbeat and removes this worker from Redis at once, telling the others. */

@@ -239,8 +239,9 @@ export class ShardCoordinator extends EventEmitter<{
   private async release(shard: number): Promise<void> {
     const token = this.led.get(shard);
     this.led.delete(shard);
-    await this.leases.release(shard);
+    // Stop acting as the leader before the lease is free for the next one.
     if (token !== undefined) this.emit('unlead', shard, 'released');
+    await this.leases.release(shard);
   }
 
   private shutdown(): void {

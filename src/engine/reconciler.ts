@@ -12,6 +12,7 @@ import {
 } from '../model/types.js';
 import type { AdapterPool } from './adapter-pool.js';
 import type { HeartbeatScheduler } from './heartbeat-scheduler.js';
+import type { LiveSets } from './live-sets.js';
 import { diff, transform } from './transform.js';
 
 /** Status of one service sync, as the API shows it. */
@@ -58,6 +59,12 @@ export interface ReconcilerOptions {
   requeue: (key: string, delayMs: number) => Promise<void>;
   /** A drop to zero source instances is applied only when still empty this long after first seen. Default 3 s. */
   confirmEmptyMs?: number;
+  /** The shard of a service sync key (default: 0). */
+  shardOf?: (key: string) => number;
+  /** Whether this process leads a shard, i.e. beats its copies (default: yes). */
+  leads?: (shard: number) => boolean;
+  /** Where the copies to beat are recorded for the shard's leader (several processes). */
+  liveSets?: LiveSets;
 }
 
 /**
@@ -199,8 +206,12 @@ export class Reconciler {
       log.debug({ upserts: plan.upsert.length, removes: plan.remove.length }, 'applied');
     }
     const live = [...plan.upsert, ...plan.unchanged];
-    if (this.opts.activeTask(taskId) !== undefined) heartbeats.set(key, destination, service, live);
+    const shard = this.opts.shardOf?.(key) ?? 0;
+    const leading = this.opts.leads?.(shard) ?? true;
+    if (leading && this.opts.activeTask(taskId) !== undefined) heartbeats.set(key, destination, service, live, plan.upsert);
     else heartbeats.clear(key);
+    // A lost record is written again by the next reconcile (nothing marks it written meanwhile).
+    await this.opts.liveSets?.put(key, shard, live, !leading).catch((err: unknown) => log.warn({ err }, 'cannot record the copies to beat'));
     this.knownSourceCounts.set(key, sourceInstances.length);
 
     const issues = source.readIssues?.(service) ?? [];

@@ -1,9 +1,11 @@
 import type { Logger } from 'pino';
-import type { Unsubscribe } from '../model/adapter.js';
+import type { RegistryAdapter, Unsubscribe } from '../model/adapter.js';
 import {
   DEFAULT_FULL_SYNC_MS,
+  parseServiceSyncKey,
   serviceKeyString,
   serviceSyncKey,
+  type Instance,
   type ServiceKey,
   type TaskSpec,
 } from '../model/types.js';
@@ -11,6 +13,7 @@ import type { ReconcileJobData } from '../queue/shard-queue.js';
 import type { AdapterPool } from './adapter-pool.js';
 import type { TaskControl } from './control.js';
 import type { HeartbeatScheduler } from './heartbeat-scheduler.js';
+import type { LiveSets } from './live-sets.js';
 import type { EngineStore, Reconciler } from './reconciler.js';
 
 /** Where reconcile requests go (the shard queue). */
@@ -20,9 +23,16 @@ export interface ReconcileSink {
   enqueueMany?(keys: readonly string[], reason: ReconcileJobData['reason']): Promise<void>;
 }
 
+interface ServiceSync {
+  service: ServiceKey;
+  shard: number;
+  /** Set while this process leads the shard and watches the source. */
+  unwatch: Unsubscribe | undefined;
+}
+
 interface ActiveTask {
   task: TaskSpec;
-  services: Map<string, { service: ServiceKey; unwatch: Unsubscribe }>;
+  services: Map<string, ServiceSync>;
   timer: NodeJS.Timeout;
   /** For `*` tasks on registries that can tell: stops the watch of the service list. */
   unwatchServices?: Unsubscribe;
@@ -35,6 +45,16 @@ export interface SyncEngineOptions {
   heartbeats: HeartbeatScheduler;
   reconciler: Reconciler;
   logger: Logger;
+  /** The shard of a service sync key; default: everything is shard 0. */
+  shardOf?: (key: string) => number;
+  /**
+   * Whether this process leads a shard (owns its source watches, beats and full syncs). Default: it
+   * leads every shard (a single process). The node calls {@link SyncEngine.leadShard} and
+   * {@link SyncEngine.unleadShard} as leadership comes and goes.
+   */
+  leads?: (shard: number) => boolean;
+  /** Where reconciles record what to beat (several processes); removed tasks are cleared from it. */
+  liveSets?: LiveSets;
 }
 
 /** Prefix of every service sync key of a task (see `serviceSyncKey`). */
@@ -47,14 +67,75 @@ export function taskKeyPrefix(taskId: string): string {
  * sources (one watch per service, on the cluster's shared adapter), turns every change into a
  * reconcile request, and asks for a full reconcile of every service each `fullSyncIntervalMs`.
  * It is also the {@link TaskControl} the REST API drives.
+ *
+ * With shards, every worker knows every running task, but watches, beats and full-syncs only the
+ * service syncs of the shards it leads; reconciles of any shard it serves run here too (they need
+ * the task, which {@link activeTask} answers from memory).
  */
 export class SyncEngine implements TaskControl {
   private readonly active = new Map<string, ActiveTask>();
   private readonly log: Logger;
+  private readonly shardOf: (key: string) => number;
+  private readonly leads: (shard: number) => boolean;
   private stopped = false;
 
   constructor(private readonly opts: SyncEngineOptions) {
     this.log = opts.logger.child({ component: 'engine' });
+    this.shardOf = opts.shardOf ?? (() => 0);
+    this.leads = opts.leads ?? (() => true);
+  }
+
+  /** This process now leads `shard`: watch its service syncs and reconcile each of them soon. */
+  async leadShard(shard: number): Promise<void> {
+    const keys: string[] = [];
+    for (const active of [...this.active.values()]) {
+      let source: RegistryAdapter;
+      try {
+        source = await this.opts.adapters.get(active.task.source);
+      } catch (err) {
+        this.log.warn({ err, task: active.task.id, shard }, 'cannot watch the source yet; retrying at the next full sync');
+        continue;
+      }
+      if (this.active.get(active.task.id) !== active || !this.leads(shard)) continue;
+      for (const [key, sync] of active.services) {
+        if (sync.shard !== shard || sync.unwatch) continue;
+        this.watchService(source, active, key, sync);
+        keys.push(key);
+      }
+    }
+    await this.enqueueAll(keys, 'start');
+  }
+
+  /**
+   * Beats `instances` for service sync `key` if this process leads its shard and runs its task (a
+   * reconcile elsewhere, or a new leadership, said so).
+   */
+  async restoreBeats(key: string, instances: readonly Instance[]): Promise<void> {
+    const { taskId, service } = parseServiceSyncKey(key);
+    const active = this.active.get(taskId);
+    if (!active || !this.leads(this.shardOf(key))) return;
+    const destination = await this.opts.adapters.get(active.task.destination);
+    if (this.active.get(taskId) !== active || !this.leads(this.shardOf(key))) return;
+    this.opts.heartbeats.set(key, destination, service, instances);
+  }
+
+  /** Another process removes the task: stop it here and let reconciles under way finish. */
+  async stopTask(taskId: string): Promise<void> {
+    this.deactivate(taskId);
+    await this.opts.reconciler.drain(taskId);
+    this.opts.reconciler.forget(taskKeyPrefix(taskId));
+  }
+
+  /** This process no longer leads `shard`: stop its watches and beats at once. */
+  unleadShard(shard: number): void {
+    for (const active of this.active.values()) {
+      for (const [key, sync] of active.services) {
+        if (sync.shard !== shard) continue;
+        sync.unwatch?.();
+        sync.unwatch = undefined;
+        this.opts.heartbeats.clear(key);
+      }
+    }
   }
 
   /** The task, when it runs here (the reconciler reads it from here rather than from the store). */
@@ -110,6 +191,7 @@ export class SyncEngine implements TaskControl {
     for (const [key, service] of known) {
       removed += await this.opts.reconciler.removeCopies(task, service, key);
       await this.opts.store.deleteServiceStatus(taskId, service);
+      await this.opts.liveSets?.remove(key, this.shardOf(key));
     }
     this.opts.reconciler.forget(taskKeyPrefix(taskId));
     this.log.info({ task: taskId, removed }, 'task removed with its copies');
@@ -140,10 +222,27 @@ export class SyncEngine implements TaskControl {
       this.log.warn({ err, task: task.id }, 'task cannot start yet; retrying at the next full sync');
       await this.opts.store.setTaskError(task.id, message);
     }
-    await this.enqueueAll([...active.services.keys()], 'start');
+    await this.enqueueAll(this.ledKeys(active), 'start');
   }
 
-  /** Makes the watched services match the task (one service, or every service for `*`); answers the keys added. */
+  /** The service syncs of a task in the shards this process leads. */
+  private ledKeys(active: ActiveTask): string[] {
+    const keys: string[] = [];
+    for (const [key, sync] of active.services) if (this.leads(sync.shard)) keys.push(key);
+    return keys;
+  }
+
+  private watchService(source: RegistryAdapter, active: ActiveTask, key: string, sync: ServiceSync): void {
+    sync.unwatch = source.watch(sync.service, () => {
+      void this.opts.queue.enqueue(key, 'change').catch((err: unknown) => this.log.warn({ err, key }, 'cannot enqueue change'));
+    });
+    this.log.debug({ task: active.task.id, service: serviceKeyString(sync.service) }, 'watching');
+  }
+
+  /**
+   * Makes the known services match the task (one service, or every service for `*`) and watches
+   * those in led shards; answers the keys that started being watched.
+   */
   private async expand(active: ActiveTask): Promise<string[]> {
     const { task } = active;
     const source = await this.opts.adapters.get(task.source);
@@ -161,13 +260,14 @@ export class SyncEngine implements TaskControl {
     const added: string[] = [];
     for (const service of services) {
       const key = serviceSyncKey({ taskId: task.id, service });
-      if (active.services.has(key)) continue;
-      const unwatch = source.watch(service, () => {
-        void this.opts.queue.enqueue(key, 'change').catch((err: unknown) => this.log.warn({ err, key }, 'cannot enqueue change'));
-      });
-      active.services.set(key, { service, unwatch });
+      let sync = active.services.get(key);
+      if (!sync) {
+        sync = { service, shard: this.shardOf(key), unwatch: undefined };
+        active.services.set(key, sync);
+      }
+      if (sync.unwatch || !this.leads(sync.shard)) continue;
+      this.watchService(source, active, key, sync);
       added.push(key);
-      this.log.debug({ task: task.id, service: serviceKeyString(service) }, 'watching');
     }
     return added;
   }
@@ -180,7 +280,7 @@ export class SyncEngine implements TaskControl {
     } catch (err) {
       await this.opts.store.setTaskError(active.task.id, `cannot list services: ${err instanceof Error ? err.message : String(err)}`);
     }
-    await this.enqueueAll([...active.services.keys()], 'full');
+    await this.enqueueAll(this.ledKeys(active), 'full');
   }
 
   private async enqueueAll(keys: readonly string[], reason: ReconcileJobData['reason']): Promise<void> {
@@ -196,7 +296,7 @@ export class SyncEngine implements TaskControl {
     this.active.delete(taskId);
     clearInterval(active.timer);
     active.unwatchServices?.();
-    for (const { unwatch } of active.services.values()) unwatch();
+    for (const { unwatch } of active.services.values()) unwatch?.();
     this.opts.heartbeats.clearPrefix(taskKeyPrefix(taskId));
   }
 }

@@ -108,6 +108,8 @@ export class ShardWorker {
       // A worker killed mid-job must not hold its service sync for BullMQ's default 30 s.
       lockDuration: 10_000,
       stalledInterval: 5_000,
+      // After Redis was lost, fetch again within a second of it coming back (BullMQ's default waits 15 s).
+      runRetryDelay: 1_000,
     });
     this.worker.on('failed', (job, err) => {
       log.warn({ err, key: job?.data.key, attempt: job?.attemptsMade }, 'reconcile failed');
@@ -117,5 +119,53 @@ export class ShardWorker {
 
   async close(): Promise<void> {
     await this.worker.close();
+  }
+}
+
+/**
+ * The producer side of every shard: each key goes to the queue of its shard. Queues are opened on
+ * first use.
+ */
+export class ShardQueues {
+  private readonly queues = new Map<number, ShardQueue>();
+
+  constructor(
+    private readonly options: Omit<ShardQueueOptions, 'shard'>,
+    private readonly shardOf: (key: string) => number,
+  ) {}
+
+  /** The queue of one shard. */
+  queue(shard: number): ShardQueue {
+    let queue = this.queues.get(shard);
+    if (!queue) {
+      queue = new ShardQueue({ ...this.options, shard });
+      this.queues.set(shard, queue);
+    }
+    return queue;
+  }
+
+  enqueue(key: string, reason: ReconcileJobData['reason'], delayMs?: number): Promise<void> {
+    return this.queue(this.shardOf(key)).enqueue(key, reason, delayMs);
+  }
+
+  async enqueueMany(keys: readonly string[], reason: ReconcileJobData['reason']): Promise<void> {
+    const byShard = new Map<number, string[]>();
+    for (const key of keys) {
+      const shard = this.shardOf(key);
+      const list = byShard.get(shard);
+      if (list) list.push(key);
+      else byShard.set(shard, [key]);
+    }
+    await Promise.all([...byShard].map(([shard, list]) => this.queue(shard).enqueueMany(list, reason)));
+  }
+
+  /** Jobs waiting, delayed or running in one shard. */
+  depth(shard: number): Promise<number> {
+    return this.queue(shard).depth();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.queues.values()].map((q) => q.close()));
+    this.queues.clear();
   }
 }

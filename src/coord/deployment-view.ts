@@ -1,0 +1,89 @@
+import type { Redis } from 'ioredis';
+import type { Deployment } from './deployment.js';
+import { readLeases } from './lease.js';
+import { listWorkers } from './membership.js';
+import { replicasFor } from './rendezvous.js';
+
+/** One shard as the API shows it. */
+export interface ShardView {
+  shard: number;
+  leader: string | null;
+  token: number | null;
+  leaseTtlLeftMs: number | null;
+  replicas: string[];
+  queueDepth: number;
+  serviceSyncs: number;
+}
+
+/** One worker as the API shows it. */
+export interface WorkerView {
+  id: string;
+  host: string;
+  pid: number;
+  startedAt: string;
+  roles: string[];
+  /** Shards whose lease it holds. */
+  leads: number[];
+  /** Shards it is a replica of. */
+  serves: number[];
+}
+
+/**
+ * The deployment as any process reads it from Redis: live workers, leases, rendezvous replica sets,
+ * queue depths and service syncs per shard. Needs no membership of its own (the API role has none).
+ */
+export class DeploymentView {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly deployment: () => Promise<Deployment>,
+    private readonly queueDepth: (shard: number) => Promise<number>,
+    private readonly serviceSyncs: (shards: number) => Promise<Map<number, number>>,
+  ) {}
+
+  async shards(): Promise<{ shards: number; replicas: number; items: ShardView[] }> {
+    const { shards, replicas } = await this.deployment();
+    const all = Array.from({ length: shards }, (_, i) => i);
+    const [workers, leases, depths, syncs] = await Promise.all([
+      listWorkers(this.redis, this.prefix),
+      readLeases(this.redis, this.prefix, all),
+      Promise.all(all.map((s) => this.queueDepth(s))),
+      this.serviceSyncs(shards),
+    ]);
+    const ids = workers.filter((w) => w.roles.includes('worker')).map((w) => w.id);
+    return {
+      shards,
+      replicas,
+      items: all.map((shard) => {
+        const lease = leases[shard];
+        return {
+          shard,
+          leader: lease?.owner ?? null,
+          token: lease?.token ?? null,
+          leaseTtlLeftMs: lease?.ttlLeftMs ?? null,
+          replicas: replicasFor(shard, ids, replicas),
+          queueDepth: depths[shard] ?? 0,
+          serviceSyncs: syncs.get(shard) ?? 0,
+        };
+      }),
+    };
+  }
+
+  async workers(): Promise<{ items: WorkerView[] }> {
+    const { shards, replicas } = await this.deployment();
+    const all = Array.from({ length: shards }, (_, i) => i);
+    const [workers, leases] = await Promise.all([listWorkers(this.redis, this.prefix), readLeases(this.redis, this.prefix, all)]);
+    const ids = workers.filter((w) => w.roles.includes('worker')).map((w) => w.id);
+    return {
+      items: workers.map((w) => ({
+        id: w.id,
+        host: w.host,
+        pid: w.pid,
+        startedAt: w.startedAt,
+        roles: w.roles,
+        leads: all.filter((s) => leases[s]?.owner === w.id),
+        serves: all.filter((s) => replicasFor(s, ids, replicas).includes(w.id)),
+      })),
+    };
+  }
+}
