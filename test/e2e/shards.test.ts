@@ -22,6 +22,7 @@ import {
   copiesIn,
   defineClusters,
   defineTask,
+  nativesIn,
   registerNative,
   startFixture,
   stopFixture,
@@ -265,6 +266,29 @@ describe('sharded deployment: one api process, several worker processes', () => 
     expect(watch.violations).toEqual([]);
     expect(claims.doubleClaims).toEqual([]);
     expectOneHeartbeater(mark);
+  }, 90_000);
+
+  it('pause stops the beats in every worker, resume starts them again; delete removes the copies and no worker writes them again', async () => {
+    showLogsOnFailure();
+    await waitUntil(() => SERVICES.every((s) => copiesIn(b, s).some((c) => c.healthy)), { timeoutMs: TIMEOUT, message: 'healthy copies of the earlier tests in B' });
+    expect((await api(cluster.url, 'POST', `/api/v1/tasks/${TASK}/pause`)).status).toBe(200);
+    // Without beats B marks the copies unhealthy (after 8 s here): every worker stopped beating them.
+    await waitUntil(() => SERVICES.every((s) => copiesIn(b, s).every((c) => !c.healthy)), { timeoutMs: TIMEOUT, message: 'every copy in B unhealthy after the pause' });
+
+    expect((await api(cluster.url, 'POST', `/api/v1/tasks/${TASK}/resume`)).status).toBe(200);
+    await waitUntil(() => SERVICES.every((s) => copiesIn(b, s).length >= 1 && copiesIn(b, s).every((c) => c.healthy)), {
+      timeoutMs: TIMEOUT,
+      message: 'every copy in B healthy again after the resume',
+    });
+
+    // The API waits for every worker to stop the task before it removes the copies.
+    expect((await api(cluster.url, 'DELETE', `/api/v1/tasks/${TASK}`)).status).toBe(204);
+    expect(SERVICES.flatMap((s) => copiesIn(b, s))).toEqual([]);
+    // A few beats of the natives in A later (a reconcile under way would have written by then), still none.
+    const nativeBeats = () => SERVICES.reduce((n, s) => n + nativesIn(a, s).reduce((m, i) => m + i.beats, 0), 0);
+    const clock = nativeBeats();
+    await waitUntil(() => nativeBeats() >= clock + 3 * SERVICES.length, { timeoutMs: TIMEOUT, message: '3 more beats of each native in A' });
+    expect(SERVICES.flatMap((s) => copiesIn(b, s))).toEqual([]);
   }, 90_000);
 
   it('a worker asking for other shards or replicas than the stored ones exits with code 2', async () => {
