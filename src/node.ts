@@ -23,7 +23,7 @@ import { HeartbeatScheduler } from './engine/heartbeat-scheduler.js';
 import { LiveSets } from './engine/live-sets.js';
 import { Reconciler } from './engine/reconciler.js';
 import { SyncEngine } from './engine/sync-engine.js';
-import { serviceSyncKey, type ClusterKind } from './model/types.js';
+import type { ClusterKind } from './model/types.js';
 import type { TaskControl } from './engine/control.js';
 import { ShardQueues, ShardWorker } from './queue/shard-queue.js';
 import { RegsyncStore } from './store/index.js';
@@ -222,8 +222,8 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     const view = new DeploymentView(storeRedis, prefix, current, (shard) => queues.depth(shard), async (shards) => {
       const counts = new Map<number, number>();
       for (const task of await store.listTasks()) {
-        for (const status of await store.listServiceStatus(task.id)) {
-          const shard = shardOf(serviceSyncKey({ taskId: task.id, service: status.service }), shards);
+        for (const key of await store.statusKeys(task.id)) {
+          const shard = shardOf(key, shards);
           counts.set(shard, (counts.get(shard) ?? 0) + 1);
         }
       }

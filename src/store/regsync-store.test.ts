@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { ClusterSpec, TaskSpec } from '../model/index.js';
+import { parseServiceSyncKey, serviceSyncKey, type ClusterSpec, type TaskSpec } from '../model/index.js';
 import { startRedis, type RedisServer } from '../../test/support/redis.js';
 import { RegsyncStore, StoreError, type ServiceStatus } from './index.js';
 
@@ -225,6 +225,11 @@ describe('status', () => {
     expect(listed[1]).toEqual(status('alpha', { lastError: 'refused', lastSyncAt: null, lagMs: null }));
     expect(listed[2]?.sourceInstances).toBe(5);
 
+    // The service sync keys, as the engine builds them, from the field names alone.
+    expect((await store.statusKeys('t1')).sort()).toEqual(
+      listed.map((st) => serviceSyncKey({ taskId: 't1', service: st.service })).sort(),
+    );
+
     await store.deleteServiceStatus('t1', { namespace: 'public', group: 'DEFAULT_GROUP', name: 'zeta' });
     expect(await store.listServiceStatus('t1')).toHaveLength(2);
     await store.deleteServiceStatus('t1', { namespace: 'public', group: 'DEFAULT_GROUP', name: 'zeta' });
@@ -236,6 +241,10 @@ describe('status', () => {
     await store.putServiceStatus('t1', status('x', { service: { namespace: 'a/b', group: 'c', name: 'd' } }));
     await store.putServiceStatus('t1', status('x', { service: { namespace: 'a', group: 'b/c', name: 'd' } }));
     expect(await store.listServiceStatus('t1')).toHaveLength(2);
+    expect((await store.statusKeys('t1')).map((k) => parseServiceSyncKey(k).service).sort((x, y) => x.namespace.localeCompare(y.namespace))).toEqual([
+      { namespace: 'a', group: 'b/c', name: 'd' },
+      { namespace: 'a/b', group: 'c', name: 'd' },
+    ]);
   });
 
   it('writes nothing for a task that does not exist', async () => {

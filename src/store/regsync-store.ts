@@ -225,6 +225,13 @@ export class RegsyncStore {
     return statuses.sort((a, b) => compareServiceKeys(a.service, b.service));
   }
 
+  /** The service sync keys (see `serviceSyncKey`) of every service with a status in a task; cheap (field names only). */
+  async statusKeys(taskId: string): Promise<string[]> {
+    const fields = await this.redis.hkeys(this.statusKey(taskId));
+    // Both are the same encoded components, joined differently.
+    return fields.map((field) => `${encodeURIComponent(taskId)}|${field.split('/').join('|')}`);
+  }
+
   /** Forgets one service's status (the service vanished from a `*` task); a no-op when there is none. */
   async deleteServiceStatus(taskId: string, service: ServiceKey): Promise<void> {
     await this.redis.hdel(this.statusKey(taskId), statusField(service));
