@@ -69,6 +69,32 @@ describe('ShardQueue de-duplication', () => {
     }
   });
 
+  it('runs changes before full syncs, also a change merged into a waiting full-sync job', async () => {
+    const prefix = `q${randomUUID().slice(0, 8)}`;
+    const queue = new ShardQueue({ connection, prefix, changeDelayMs: 0 });
+    // A full sync of many service syncs waits (no worker yet); then changes for two of them come.
+    await queue.enqueueMany(['f1', 'f2', 'f3', 'f4', 'f5'], 'full');
+    await queue.enqueue('c1', 'change');
+    await queue.enqueue('f5', 'change');
+    const order: string[] = [];
+    const worker = new ShardWorker(
+      { connection: new Redis(server.url, { maxRetriesPerRequest: null }), prefix, concurrency: 1 },
+      async (data) => {
+        order.push(data.key);
+      },
+      silentLogger(),
+    );
+    try {
+      await waitUntil(() => order.length === 6, { message: 'every job run' });
+      // One run per key; the two changed ones first, the full sync after them in its order.
+      expect(order.slice(0, 2).sort()).toEqual(['c1', 'f5']);
+      expect(order.slice(2)).toEqual(['f1', 'f2', 'f3', 'f4']);
+    } finally {
+      await worker.close();
+      await queue.close();
+    }
+  });
+
   it('coalesces a burst of changes into one reconcile and keeps keys apart', async () => {
     const prefix = `q${randomUUID().slice(0, 8)}`;
     const queue = new ShardQueue({ connection, prefix, changeDelayMs: 200 });

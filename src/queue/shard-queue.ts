@@ -37,6 +37,8 @@ export interface ShardQueueOptions {
 export class ShardQueue {
   readonly queue: Queue<ReconcileJobData>;
   private readonly changeDelayMs: number;
+  /** Service sync key -> id of the last background job this queue added for it. */
+  private readonly background = new Map<string, string>();
 
   constructor(options: ShardQueueOptions) {
     this.queue = new Queue<ReconcileJobData>(shardQueueName(options.shard ?? 0), {
@@ -46,10 +48,24 @@ export class ShardQueue {
     this.changeDelayMs = options.changeDelayMs ?? 0;
   }
 
-  /** Asks for a reconcile of `key` soon. */
+  /**
+   * Asks for a reconcile of `key` soon. Full syncs and starts wait behind changes (background
+   * priority); a change merged into a background job still waiting moves that job to the front, so
+   * that a change never waits behind thousands of full-sync jobs.
+   */
   async enqueue(key: string, reason: ReconcileJobData['reason'], delayMs?: number): Promise<void> {
     const delay = delayMs ?? (reason === 'change' ? this.changeDelayMs : 0);
-    await this.queue.add(RECONCILE_JOB, { key, since: Date.now(), reason }, jobOptions(key, delay));
+    const job = await this.queue.add(RECONCILE_JOB, { key, since: Date.now(), reason }, jobOptions(key, delay, reason));
+    if (job.id === undefined) return;
+    if (isBackground(reason)) {
+      this.background.set(key, job.id);
+      return;
+    }
+    // De-duplicated into the background job this queue added (its id came back, so it has not
+    // started: a running one would have let a new job in): move it to the front.
+    if (delay > 0 || this.background.get(key) !== job.id) return;
+    this.background.delete(key);
+    await job.changePriority({ priority: 0 }).catch(() => undefined);
   }
 
   /**
@@ -62,7 +78,8 @@ export class ShardQueue {
     // A small first batch gets workers going while the rest is still being added.
     for (let i = 0, size = FIRST_BULK_SIZE; i < keys.length; i += size, size = BULK_SIZE) {
       const batch = keys.slice(i, i + size);
-      await this.queue.addBulk(batch.map((key) => ({ name: RECONCILE_JOB, data: { key, since, reason }, opts: jobOptions(key, delay) })));
+      const jobs = await this.queue.addBulk(batch.map((key) => ({ name: RECONCILE_JOB, data: { key, since, reason }, opts: jobOptions(key, delay, reason) })));
+      if (isBackground(reason)) for (const job of jobs) if (job.id !== undefined) this.background.set(job.data.key, job.id);
     }
   }
 
@@ -80,10 +97,18 @@ export class ShardQueue {
 const BULK_SIZE = 500;
 const FIRST_BULK_SIZE = 50;
 
-function jobOptions(key: string, delay: number): JobsOptions {
+/** BullMQ priority of full-sync and start jobs (jobs without a priority, changes, run first). */
+const BACKGROUND_PRIORITY = 10;
+
+function isBackground(reason: ReconcileJobData['reason']): boolean {
+  return reason === 'full' || reason === 'start';
+}
+
+function jobOptions(key: string, delay: number, reason: ReconcileJobData['reason']): JobsOptions {
   return {
     deduplication: { id: key, keepLastIfActive: true },
     ...(delay > 0 ? { delay } : {}),
+    ...(isBackground(reason) ? { priority: BACKGROUND_PRIORITY } : {}),
     attempts: 4,
     backoff: { type: 'exponential', delay: 500 },
     removeOnComplete: true,
