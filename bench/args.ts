@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 
 /** The phases of a run, in the order they run. */
-export const PHASES = ['raw', 'cold', 'latency', 'zk'] as const;
+export const PHASES = ['raw', 'cold', 'latency', 'zk', 'shards'] as const;
 export type Phase = (typeof PHASES)[number];
 
 /** What one run measures and how hard it pushes. */
@@ -16,7 +16,7 @@ export interface BenchArgs {
   concurrency: number;
   /** Rounds of the raw write phase; the median counts. */
   rawRounds: number;
-  /** Seconds the cold sync's task keeps running after it is done, to measure what a synced, unchanging task costs. */
+  /** Seconds the cold sync's (and the sharded phase's) task keeps running after it is done, to measure what a synced, unchanging task costs. */
   idleS: number;
   /** Changes of the propagation phase. */
   changes: number;
@@ -25,6 +25,10 @@ export interface BenchArgs {
   /** Dubbo interfaces and providers of each, for the ZooKeeper cold sync. */
   zkInterfaces: number;
   zkProviders: number;
+  /** Services (one persistent instance each, so as many service syncs) of the sharded phase. */
+  shardServices: number;
+  /** Lease TTL of a shard's leadership in the sharded phase (`regsync worker --lease-ttl-ms`). */
+  shardLeaseTtlMs: number;
   /** Phases to run (default all). */
   only: Phase[];
   json: boolean;
@@ -49,13 +53,17 @@ export const USAGE = `usage: npm run bench -- [options]
   --concurrency <n>   requests in flight of the raw write phase (default 32)
   --raw-rounds <n>    rounds of the raw write phase, each on a fresh registry; the median counts
                       (default 3; --quick 1)
-  --idle <s>          after the cold sync, seconds its task keeps running with nothing changing,
-                      to measure its standing cost (default 10; --quick 2; 0 skips)
+  --idle <s>          after the cold sync and the sharded sync, seconds their task keeps running
+                      with nothing changing, to measure its standing cost (default 10; --quick 2;
+                      0 skips)
   --changes <n>       changes of the propagation phase (default 1000; --quick 200)
   --zk-interfaces <n> Dubbo interfaces of the ZooKeeper cold sync (default 1000; --quick 100)
   --zk-providers <n>  providers per interface (default 5)
   --rate <n>          changes per second of the propagation phase (default 200)
-  --only <list>       phases to run, comma separated: raw,cold,latency,zk (default all)
+  --shard-services <n>  services (one instance each) of the sharded phase: 3 workers, 8 shards,
+                      2 replicas (default 20000; --quick 2000)
+  --shard-lease-ttl-ms <ms>  lease TTL of the sharded phase's workers (default 5000, regsync's)
+  --only <list>       phases to run, comma separated: raw,cold,latency,zk,shards (default all)
   --profile           write a CPU profile of the regsync process (node --cpu-prof) and print
                       where its time went; best with --only (one phase per profile)
   --profile-dir <dir> where the profile goes (default dist/bench-profiles; implies --profile)
@@ -108,6 +116,8 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
         quick: { type: 'boolean' },
         'zk-interfaces': { type: 'string' },
         'zk-providers': { type: 'string' },
+        'shard-services': { type: 'string' },
+        'shard-lease-ttl-ms': { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -124,6 +134,8 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
   for (const p of only) {
     if (!(PHASES as readonly string[]).includes(p)) throw new UsageError(`--only: unknown phase "${p}" (expected ${PHASES.join(', ')})`);
   }
+  const shardServices = positiveInt('shard-services', v['shard-services'], quick ? 2_000 : 20_000);
+  if (shardServices > 1_000_000) throw new UsageError('--shard-services must stay below one million');
   if (services * instances > 16_000_000) throw new UsageError('--services x --instances must stay below 16 million (one 10.x.y.z address each)');
   return {
     services,
@@ -136,6 +148,8 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
     rate: positiveInt('rate', v.rate, 200),
     zkInterfaces: positiveInt('zk-interfaces', v['zk-interfaces'], quick ? 100 : 1_000),
     zkProviders: positiveInt('zk-providers', v['zk-providers'], 5),
+    shardServices,
+    shardLeaseTtlMs: positiveInt('shard-lease-ttl-ms', v['shard-lease-ttl-ms'], 5_000),
     only: PHASES.filter((p) => only.includes(p)),
     json: v.json ?? false,
     quick,

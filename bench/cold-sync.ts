@@ -66,7 +66,7 @@ export function seedSource(a: RunningRegistry, services: number, instances: numb
  * Counts the instances of B's public namespace from its store's `change` events (each says which
  * service changed; the store is read there and then), and resolves once there are `target`.
  */
-class CopyCounter {
+export class CopyCounter {
   private readonly sizes = new Map<string, number>();
   total = 0;
   firstAt: number | undefined;

@@ -47,6 +47,17 @@ export function processPeakRssMiB(pid: number | undefined): number | undefined {
   }
 }
 
+/** Resident set size of a process now in MiB (VmRSS), or undefined. */
+export function processRssMiB(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** CPU seconds redis-server used so far (user + sys of the main process and its children). */
 export async function redisCpuSeconds(redis: Redis): Promise<number | undefined> {
   try {
@@ -78,7 +89,10 @@ export function machineBusySeconds(): number | undefined {
 
 /** CPU use of each process during one phase, as a share of one core (1 = one core busy all along). */
 export interface CpuShares {
+  /** Every regsync process metered, summed. */
   regsync: number | undefined;
+  /** Each regsync process, in the order the meter was given them; only when it meters several. */
+  regsyncEach?: Array<number | undefined>;
   redis: number | undefined;
   /** This process: embedded registries, load generators, bookkeeping (all threads). */
   bench: number;
@@ -97,21 +111,22 @@ export interface CpuShares {
 /** Measures {@link CpuShares} between `start()` and `stop()`. */
 export class CpuMeter {
   private wallStart = 0;
-  private regsyncStart: number | undefined;
+  private regsyncStart: Array<number | undefined> = [];
   private redisStart: number | undefined;
   private benchStart: NodeJS.CpuUsage = { user: 0, system: 0 };
   private eluStart: EventLoopUtilization | undefined;
   private delay: IntervalHistogram | undefined;
   private machineStart: number | undefined;
 
+  /** `regsyncPid`: the regsync process, or several (their shares are summed, and kept one by one). */
   constructor(
-    private readonly regsyncPid: () => number | undefined = () => undefined,
+    private readonly regsyncPid: () => number | undefined | ReadonlyArray<number | undefined> = () => undefined,
     private readonly redis: Redis | undefined = undefined,
   ) {}
 
   async start(): Promise<void> {
     this.wallStart = performance.now();
-    this.regsyncStart = processCpuSeconds(this.regsyncPid());
+    this.regsyncStart = this.pids().map(processCpuSeconds);
     this.redisStart = this.redis ? await redisCpuSeconds(this.redis) : undefined;
     this.machineStart = machineBusySeconds();
     this.benchStart = process.cpuUsage();
@@ -123,7 +138,13 @@ export class CpuMeter {
 
   async stop(): Promise<CpuShares> {
     const wallS = Math.max(1e-6, (performance.now() - this.wallStart) / 1000);
-    const regsync = processCpuSeconds(this.regsyncPid());
+    const pids = this.pids();
+    const each = pids.map((pid, i) => {
+      const now = processCpuSeconds(pid);
+      const then = this.regsyncStart[i];
+      return now !== undefined && then !== undefined ? (now - then) / wallS : undefined;
+    });
+    const known = each.filter((x): x is number => x !== undefined);
     const redis = this.redis ? await redisCpuSeconds(this.redis) : undefined;
     const machine = machineBusySeconds();
     const bench = process.cpuUsage(this.benchStart);
@@ -134,17 +155,23 @@ export class CpuMeter {
     const delayP99 = late(this.delay?.percentile(99));
     const delayMax = late(this.delay?.max);
     const shares = {
-      regsync: regsync !== undefined && this.regsyncStart !== undefined ? (regsync - this.regsyncStart) / wallS : undefined,
+      regsync: known.length === 0 ? undefined : known.reduce((a, b) => a + b, 0),
       redis: redis !== undefined && this.redisStart !== undefined ? (redis - this.redisStart) / wallS : undefined,
       bench: (bench.user + bench.system) / 1e6 / wallS,
     };
     const machineShare = machine !== undefined && this.machineStart !== undefined ? (machine - this.machineStart) / wallS : undefined;
     return {
       ...shares,
+      ...(pids.length > 1 ? { regsyncEach: each } : {}),
       others: machineShare === undefined ? undefined : Math.max(0, machineShare - shares.bench - (shares.regsync ?? 0) - (shares.redis ?? 0)),
       benchMainLoop: elu.utilization,
       benchLoopDelayP99Ms: delayP99,
       benchLoopDelayMaxMs: delayMax,
     };
+  }
+
+  private pids(): Array<number | undefined> {
+    const p = this.regsyncPid();
+    return typeof p === 'number' || p === undefined ? [p] : [...p];
   }
 }

@@ -19,10 +19,11 @@ export function repoRoot(): string {
   }
 }
 
-/** `regsync up` running as its own process. */
-export interface RegsyncUp {
+/** A `regsync` command (`up`, `worker`, `api`) running as its own process. */
+export interface RegsyncCommand {
   proc: ManagedProcess;
-  url: string;
+  /** What the first group of the ready pattern matched: the API's URL (`up`, `api`), the worker's id (`worker`). */
+  ready: string;
   logFile: string;
   /** Where `--cpu-prof` writes the profile when the process exits; undefined without profiling. */
   profileDir: string | undefined;
@@ -31,50 +32,65 @@ export interface RegsyncUp {
   stop(): Promise<void>;
 }
 
+/** `regsync up` running as its own process. */
+export interface RegsyncUp extends RegsyncCommand {
+  url: string;
+}
+
+/** What `regsync up` and `regsync api` print once they listen; the first group is the URL. */
+export const API_READY = / on (http:\/\/[^\s]+)/;
+/** What `regsync worker` prints once it runs; the first group is its id. */
+export const WORKER_READY = /regsync worker (\S+) running/;
+
 /**
- * Starts `node bin/regsync.js up --redis <url> --listen 127.0.0.1:0` as test/support's
- * `startRegsync` does (ManagedProcess: SIGKILLed if this process dies), plus what a benchmark needs:
- * node flags (`--cpu-prof`) and a log file that outlives the process. Its own function because
- * `startRegsync` finds bin/ relative to its source file, which is not where its compiled copy in
- * dist/ sits.
+ * Starts `node bin/regsync.js <args>` as test/support's `startRegsync` does (ManagedProcess:
+ * SIGKILLed if this process dies) and waits until its output matches `ready`, plus what a benchmark
+ * needs: node flags (`--cpu-prof`) and a log file (`regsync-<name>-<time>.log` in `logDir`) that
+ * outlives the process. Its own function because `startRegsync` finds bin/ relative to its source
+ * file, which is not where its compiled copy in dist/ sits.
  */
-export async function startRegsyncUp(opts: {
-  redisUrl: string;
+export async function startRegsyncCommand(opts: {
+  /** The arguments after `bin/regsync.js`, command first. */
+  args: string[];
+  /** Printed once the command is up; its first group is returned as `ready`. */
+  ready: RegExp;
+  /** Part of the log file's name, e.g. `up`, `worker-w1`. */
+  name: string;
   logDir: string;
   profileDir?: string | undefined;
   nodeFlags?: string[];
   logLevel?: string;
-}): Promise<RegsyncUp> {
+  timeoutMs?: number;
+}): Promise<RegsyncCommand> {
   const root = repoRoot();
   mkdirSync(opts.logDir, { recursive: true });
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-  const logFile = join(opts.logDir, `regsync-up-${stamp}.log`);
+  const logFile = join(opts.logDir, `regsync-${opts.name}-${stamp}.log`);
   const nodeFlags: string[] = [...(opts.nodeFlags ?? [])];
   let profileDir: string | undefined;
   if (opts.profileDir !== undefined) {
-    profileDir = resolve(root, opts.profileDir, stamp);
+    profileDir = resolve(root, opts.profileDir, `${stamp}-${opts.name}`);
     mkdirSync(profileDir, { recursive: true });
     nodeFlags.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`);
   }
-  const args = [...nodeFlags, join(root, 'bin', 'regsync.js'), 'up', '--redis', opts.redisUrl, '--listen', '127.0.0.1:0'];
-  const proc = new ManagedProcess(process.execPath, args, {
+  const proc = new ManagedProcess(process.execPath, [...nodeFlags, join(root, 'bin', 'regsync.js'), ...opts.args], {
     logFile,
     cwd: root,
     env: { ...process.env, REGSYNC_LOG_LEVEL: opts.logLevel ?? 'info' },
   });
   const output = () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '');
-  let url = '';
+  let ready = '';
   await waitForReady(
     proc,
     async () => {
-      url = / on (http:\/\/[^\s]+)/.exec(output())?.[1] ?? '';
-      return url !== '';
+      ready = opts.ready.exec(output())?.[1] ?? '';
+      return ready !== '';
     },
-    { what: 'regsync up', timeoutMs: 30_000, logFiles: [logFile] },
+    { what: `regsync ${opts.name}`, timeoutMs: opts.timeoutMs ?? 30_000, logFiles: [logFile] },
   );
   return {
     proc,
-    url,
+    ready,
     logFile,
     profileDir,
     output,
@@ -83,6 +99,19 @@ export async function startRegsyncUp(opts: {
       await proc.stop(20_000);
     },
   };
+}
+
+/** `node bin/regsync.js up --redis <url> --listen 127.0.0.1:0`, ready once it prints its URL. */
+export async function startRegsyncUp(opts: {
+  redisUrl: string;
+  logDir: string;
+  profileDir?: string | undefined;
+  nodeFlags?: string[];
+  logLevel?: string;
+}): Promise<RegsyncUp> {
+  const { redisUrl, ...rest } = opts;
+  const up = await startRegsyncCommand({ ...rest, args: ['up', '--redis', redisUrl, '--listen', '127.0.0.1:0'], ready: API_READY, name: 'up' });
+  return { ...up, url: up.ready };
 }
 
 /** Calls regsync's REST API; rejects on a status other than `expect`. */
@@ -108,28 +137,29 @@ export interface QueueStats {
 }
 
 /**
- * Samples the depth of regsync's shard queue (BullMQ `shard-0` under the default `regsync:bull`
- * prefix) from outside the process, every `intervalMs`.
+ * Samples the depth of regsync's shard queues (BullMQ `shard-<n>` under the default `regsync:bull`
+ * prefix, all of them summed) from outside the process, every `intervalMs`.
  */
 export class QueueSampler {
   private readonly redis: Redis;
-  private readonly queue: Queue<ReconcileJobData>;
+  private readonly queues: Array<Queue<ReconcileJobData>>;
   private timer: NodeJS.Timeout | undefined;
   private started = 0;
   private stats: QueueStats = { samples: 0, maxDepth: 0, failedAtEnd: 0, timeline: [] };
   private busy = false;
   private lastSecond = -1;
 
-  constructor(redisUrl: string) {
+  /** `shards`: how many shards the deployment has (its `regsync:deployment` record). */
+  constructor(redisUrl: string, shards: number) {
     this.redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
     this.redis.on('error', () => {});
-    this.queue = new Queue<ReconcileJobData>(shardQueueName(0), { connection: this.redis, prefix: 'regsync:bull' });
+    this.queues = Array.from({ length: shards }, (_, shard) => new Queue<ReconcileJobData>(shardQueueName(shard), { connection: this.redis, prefix: 'regsync:bull' }));
   }
 
-  /** Jobs waiting, delayed, prioritized or running now. */
+  /** Jobs waiting, delayed, prioritized or running now, in every shard. */
   async depth(): Promise<number> {
-    const counts = await this.queue.getJobCounts('waiting', 'delayed', 'prioritized', 'active', 'waiting-children');
-    return Object.values(counts).reduce((a, b) => a + b, 0);
+    const all = await Promise.all(this.queues.map((q) => q.getJobCounts('waiting', 'delayed', 'prioritized', 'active', 'waiting-children')));
+    return all.reduce((sum, counts) => sum + Object.values(counts).reduce((a, b) => a + b, 0), 0);
   }
 
   start(intervalMs = 200): void {
@@ -143,13 +173,13 @@ export class QueueSampler {
   async finish(): Promise<QueueStats> {
     this.stop();
     await this.sample();
-    this.stats.failedAtEnd = await this.queue.getFailedCount();
+    this.stats.failedAtEnd = (await Promise.all(this.queues.map((q) => q.getFailedCount()))).reduce((a, b) => a + b, 0);
     return this.stats;
   }
 
   async close(): Promise<void> {
     this.stop();
-    await this.queue.close();
+    await Promise.all(this.queues.map((q) => q.close()));
     this.redis.disconnect();
   }
 

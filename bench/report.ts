@@ -7,12 +7,16 @@ import type { LatencyResult } from './propagation.js';
 import type { RawWriteResult } from './raw-write.js';
 import type { QueueStats } from './regsync.js';
 import type { RequestCounts } from './request-counter.js';
+import type { ShardedResult } from './sharded.js';
 import { int, millis, percent, seconds, table } from './stats.js';
 
 /** The cold sync should reach this share of the raw write rate. */
 export const COLD_SYNC_TARGET = 0.5;
 /** p99 propagation latency target, ms (at 200 changes/s). */
 export const LATENCY_P99_TARGET_MS = 100;
+
+/** Context for the sharded phase: nacos-sync's documentation quotes this many sync tasks on one 8-core, 16 GB node. */
+export const NACOS_SYNC_TASKS = 6_000;
 
 /** Other load above this share of a core makes a phase's figures suspect. */
 export const DISTURBED = 0.15;
@@ -33,6 +37,7 @@ export interface BenchResult {
   cold: (ColdSyncResult & { ratioToRaw: number | undefined; target: number; met: boolean | undefined }) | undefined;
   latency: (LatencyResult & { targetP99Ms: number; met: boolean }) | undefined;
   zk: ZooKeeperColdSyncResult | undefined;
+  shards: ShardedResult | undefined;
   regsync:
     | {
         logFile: string;
@@ -50,10 +55,12 @@ const verdict = (met: boolean | undefined): string => (met === undefined ? 'n/a'
 const disturbed = (...cpus: Array<CpuShares | undefined>): string =>
   cpus.some((c) => (c?.others ?? 0) > DISTURBED) ? ' (disturbed by other load)' : '';
 
-function cpuLine(cpu: CpuShares): string {
-  const core = (x: number | undefined) => (x === undefined ? 'n/a' : `${Math.round(x * 100)}%`);
+const core = (x: number | undefined | null) => (typeof x !== 'number' ? 'n/a' : `${Math.round(x * 100)}%`);
+
+/** `regsync`: how the regsync process(es) are named, e.g. `regsync (workers and api)`. */
+function cpuLine(cpu: CpuShares, regsync = 'regsync'): string {
   return (
-    `regsync ${core(cpu.regsync)}, redis-server ${core(cpu.redis)}, bench process ${core(cpu.bench)} of one core ` +
+    `${regsync} ${core(cpu.regsync)}, redis-server ${core(cpu.redis)}, bench process ${core(cpu.bench)} of one core ` +
     `(its main thread, which serves the registries: busy ${core(cpu.benchMainLoop)}, event-loop delay p99 ${millis(cpu.benchLoopDelayP99Ms)}, max ${millis(cpu.benchLoopDelayMaxMs)}); ` +
     `everything else on the machine ${core(cpu.others)}${(cpu.others ?? 0) > DISTURBED ? ' (DISTURBED: other load ran meanwhile)' : ''}`
   );
@@ -66,6 +73,63 @@ function requestsLine(counts: RequestCounts): string {
   return entries
     .map(([k, w]) => `${k} x${int(w.count)} (${at(w.firstMs)}-${at(w.lastMs)} s, answered in p50 ${millis(w.answerP50Ms)} p99 ${millis(w.answerP99Ms)})`)
     .join(', ');
+}
+
+/** Requests per second over `seconds`, by kind. */
+function perSecond(counts: RequestCounts, seconds: number): string {
+  return (
+    Object.entries(counts)
+      .map(([k, w]) => `${k} ${(w.count / seconds).toFixed(w.count / seconds < 10 ? 1 : 0)}/s`)
+      .join(', ') || 'none'
+  );
+}
+
+const mib = (x: number | undefined) => (x === undefined ? 'n/a' : `${Math.round(x)} MiB`);
+
+function shardedLines(s: ShardedResult): string[] {
+  const workers = s.processes.filter((p) => p.name !== 'api');
+  const apiProc = s.processes.find((p) => p.name === 'api');
+  const names = [...workers.map((w) => w.name), 'api'];
+  const each = s.cpu.regsyncEach?.map((x, i) => `${names[i] ?? `#${i}`} ${core(x)}`).join(', ') ?? '';
+  const out = [
+    `  (5) ${int(s.services)} services x 1 instance, ${s.workers} workers, ${s.shards} shards x ${s.replicas} replicas, lease TTL ${seconds(s.leaseTtlMs)}; ` +
+      `task created (POST answered) after ${millis(s.taskCreatedMs)}, first copy after ${s.firstCopyMs === undefined ? 'n/a' : millis(s.firstCopyMs)}, ` +
+      `${int(s.copiesPerSecond)} copies/s, queues empty ${s.queueDrainedMs === undefined ? 'not within 15 s' : millis(s.queueDrainedMs)} after the last copy`,
+    `      CPU while converging: ${each}; ${cpuLine(s.cpu, 'regsync (all four)')}`,
+    `      memory (RSS, workers): ${mib(s.memory.idleMiB)} before the task, ${mib(s.memory.convergedMiB)} once converged = ${s.memory.kibPerServiceSync.toFixed(1)} KiB per service sync; ` +
+      workers.map((w) => `${w.name} ${mib(w.idleRssMiB)} -> ${mib(w.convergedRssMiB)} (peak ${mib(w.peakRssMiB)})`).join(', ') +
+      (apiProc ? `; api ${mib(apiProc.idleRssMiB)} -> ${mib(apiProc.convergedRssMiB)}` : ''),
+    `      service syncs per shard: ${s.serviceSyncsPerShard.map((n) => int(n)).join(', ')}; leaders: ${workers.map((w) => `${w.name} ${w.leads.length === 0 ? '-' : w.leads.join(',')}`).join('; ')}; queue: ${queueLine(s.queue)}`,
+    `      requests to A while converging: ${requestsLine(s.requestsToA)}`,
+    `      requests to B: ${requestsLine(s.requestsToB)}`,
+    `      copies over time: ${s.timeline.map(([t, n]) => `${t}s:${int(n)}`).join(' ')}`,
+  ];
+  if (s.rest) {
+    out.push(
+      `      afterwards, ${s.rest.seconds} s with the task running and nothing changing: ${s.rest.cpu.regsyncEach?.map((x, i) => `${names[i] ?? `#${i}`} ${core(x)}`).join(', ') ?? ''}; ${cpuLine(s.rest.cpu, 'regsync (all four)')}`,
+      `      requests to A at rest: ${perSecond(s.rest.requestsToA, s.rest.seconds)}; to B: ${perSecond(s.rest.requestsToB, s.rest.seconds)}; ` +
+        `queued jobs over time: ${s.rest.queue.timeline.map(([t, n]) => `${t}s:${int(n)}`).join(' ')}`,
+    );
+  }
+  const f = s.failover;
+  if (f) {
+    out.push(
+      `      failover: kill -9 of ${f.victim} (leader of shards ${f.victimLeads.join(',') || 'none'}); every shard led by a live worker after ${f.elapsedMs === undefined ? 'NOT within the deadline' : seconds(f.elapsedMs)} (lease TTL ${seconds(s.leaseTtlMs)}); ` +
+        `takeovers: ${f.takeovers.map((t) => `${t.shard}->${t.leader} at ${seconds(t.ms)}`).join(', ') || 'none'}; ` +
+        `GET /api/v1/shards polled ${int(f.polls)} times, answered in p50 ${millis(f.pollMs.p50)}, max ${millis(f.pollMs.max)}`,
+      `      ${f.changes} new instances in A (services of ${f.victim}'s shards) right after the failover: ${f.changesLanded} in B, ` +
+        `${f.changeLandedMs ? `after p50 ${millis(f.changeLandedMs.p50)}, max ${millis(f.changeLandedMs.max)}` : 'none landed'}; ` +
+        `${f.victim} left GET /api/v1/workers ${f.victimUnlistedMs === undefined ? 'not while we looked' : `${seconds(f.victimUnlistedMs)} after the kill`}; ` +
+        `B holds ${int(s.copiesAtEnd)} copies at the end (expected ${int(s.expected + f.changes)})`,
+    );
+    if (f.cpu) out.push(`      CPU from the kill until then: ${f.cpu.regsyncEach?.map((x, i) => `${names[i] ?? `#${i}`} ${core(x)}`).join(', ') ?? ''}; ${cpuLine(f.cpu, 'regsync (the survivors and api)')}`);
+  }
+  for (const p of s.processes) {
+    out.push(
+      `      ${p.name}${p.killed ? ' (killed)' : ''}: ${p.logProblems.length === 0 ? 'no warnings or errors' : p.logProblems.map((x) => `${x.level} "${x.msg}" x${x.count}`).join('; ')}; log ${p.logFile}`,
+    );
+  }
+  return out;
 }
 
 function queueLine(q: QueueStats): string {
@@ -117,12 +181,25 @@ export function formatReport(r: BenchResult): string {
       verdict(r.latency.met) + disturbed(r.latency.cpu),
     ]);
   }
+  if (r.shards) {
+    const s = r.shards;
+    const f = s.failover;
+    rows.push([
+      '5',
+      `sharded sync, ${s.workers} workers`,
+      `${int(s.services)} service syncs: ${s.timedOut ? `TIMED OUT at ${int(s.reached)}/${int(s.expected)}` : `converged in ${seconds(s.convergedMs)}`}; ` +
+        `${s.memory.kibPerServiceSync.toFixed(1)} KiB per service sync; ` +
+        `failover ${f === undefined ? 'n/a' : f.elapsedMs === undefined ? 'NOT DONE' : seconds(f.elapsedMs)}`,
+      `figure only (nacos-sync: ${int(NACOS_SYNC_TASKS)} tasks on 8 cores)`,
+      disturbed(s.cpu, s.rest?.cpu, f?.cpu).trim(),
+    ]);
+  }
 
   const out: string[] = [
     `regsync bench: node ${r.machine.node}, ${r.machine.platform}, ${r.machine.cpus} CPUs (${r.machine.cpuModel}), ${r.machine.memoryGiB.toFixed(1)} GiB; run took ${seconds(r.durationMs)}`,
     `parameters: ${int(p.services)} services x ${int(p.instances)} instances = ${int(p.services * p.instances)} copies; ` +
       `raw ${int(p.writes)} writes over ${int(p.services)} services at concurrency ${p.concurrency}, ${p.rawRounds} round(s); ` +
-      `${int(p.changes)} changes at ${p.rate}/s${p.quick ? ' (--quick)' : ''}`,
+      `${int(p.changes)} changes at ${p.rate}/s; ${int(p.shardServices)} service syncs in the sharded phase${p.quick ? ' (--quick)' : ''}`,
     '',
     table(rows),
     '',
@@ -148,13 +225,9 @@ export function formatReport(r: BenchResult): string {
     );
     const steady = c.steady;
     if (steady) {
-      const perSecond = (counts: RequestCounts) =>
-        Object.entries(counts)
-          .map(([k, w]) => `${k} ${(w.count / steady.seconds).toFixed(0)}/s`)
-          .join(', ') || 'none';
       out.push(
         `      afterwards, ${steady.seconds} s with the task running and nothing changing: CPU ${cpuLine(steady.cpu)}`,
-        `      requests to A: ${perSecond(steady.requestsToA)}; to B: ${perSecond(steady.requestsToB)}`,
+        `      requests to A: ${perSecond(steady.requestsToA, steady.seconds)}; to B: ${perSecond(steady.requestsToB, steady.seconds)}`,
       );
     }
   }
@@ -175,12 +248,13 @@ export function formatReport(r: BenchResult): string {
   if (r.regsync) {
     const g = r.regsync;
     out.push(
-      `  regsync process: peak RSS ${g.peakRssMiB === undefined ? 'n/a' : `${Math.round(g.peakRssMiB)} MiB`}; log ${g.logFile}`,
+      `  regsync process (up, phases 2-4): peak RSS ${g.peakRssMiB === undefined ? 'n/a' : `${Math.round(g.peakRssMiB)} MiB`}; log ${g.logFile}`,
       g.logProblems.length === 0
         ? '      log: no warnings or errors'
         : `      log: ${g.logProblems.map((x) => `${x.level} "${x.msg}" x${x.count}`).join('; ')}`,
     );
   }
+  if (r.shards) out.push(...shardedLines(r.shards));
   for (const e of r.errors) out.push(`  ERROR ${e}`);
   for (const s of r.regsync?.profile ?? []) out.push('', formatProfileSummary(s));
   return out.join('\n');

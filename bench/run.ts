@@ -14,16 +14,27 @@ import { measureRawWrites } from './raw-write.js';
 import { COLD_SYNC_TARGET, formatReport, LATENCY_P99_TARGET_MS, type BenchResult } from './report.js';
 import { callApi, logProblems, QueueSampler, repoRoot, startRegsyncUp, type RegsyncUp } from './regsync.js';
 import { RequestCounter } from './request-counter.js';
+import { measureSharded } from './sharded.js';
 
 /*
- * `npm run bench`: the three measurements of regsync's performance on this machine, bounded in time.
+ * `npm run bench`: the measurements of regsync's performance on this machine, bounded in time.
  * Everything binds to 127.0.0.1; instance addresses (10.x.y.z) are made up and never contacted.
  *
  *   this process        registries A and B (and C for measurement 1), load generators, bookkeeping
  *   regsync up          a separate process, as in production, so that it and the registries each
- *                       have a core
+ *                       have a core (measurements 2-4)
  *   redis-server        started for the run on a free port, with a private data dir
+ *
+ * Measurement 5 (sharded) runs last with a deployment of its own: its own redis-server and
+ * registries, one `regsync api` and three `regsync worker` processes (see sharded.ts).
  */
+
+/** The sharded phase's deployment: workers, shards, replicas (each shard served by two workers). */
+const SHARD_WORKERS = 3;
+const SHARD_COUNT = 8;
+const SHARD_REPLICAS = 2;
+/** New instances registered in A right after the failover, in services of the killed worker's shards. */
+const SHARD_FAILOVER_CHANGES = 20;
 
 const started = performance.now();
 
@@ -50,18 +61,12 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
     cold: undefined,
     latency: undefined,
     zk: undefined,
+    shards: undefined,
     regsync: undefined,
     errors: [],
     durationMs: 0,
   };
   const phaseMs = args.phaseTimeoutS * 1000;
-
-  let redis: RedisServer | undefined;
-  let redisClient: Redis | undefined;
-  let regsync: RegsyncUp | undefined;
-  let queue: QueueSampler | undefined;
-  const registries: RunningRegistry[] = [];
-  const counters: RequestCounter[] = [];
   try {
     if (args.only.includes('raw')) {
       progress(`(1) raw write rate: ${args.writes.toLocaleString('en-US')} registers, concurrency ${args.concurrency}, ${args.rawRounds} round(s)`);
@@ -75,8 +80,54 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
         result.errors.push(`raw write phase: ${describe(err)}`);
       }
     }
-    if (!args.only.includes('cold') && !args.only.includes('latency') && !args.only.includes('zk')) return result;
+    if (args.only.some((p) => p === 'cold' || p === 'latency' || p === 'zk')) {
+      try {
+        await runSharedPhases(args, result, phaseMs);
+      } catch (err) {
+        result.errors.push(`setup of phases 2-4: ${describe(err)}`);
+      }
+    }
+    if (args.only.includes('shards')) {
+      const n = args.shardServices.toLocaleString('en-US');
+      progress(`(5) sharded sync: ${n} services x 1 instance over ${SHARD_WORKERS} workers (${SHARD_COUNT} shards, ${SHARD_REPLICAS} replicas), its own redis-server and registries`);
+      try {
+        result.shards = await measureSharded(
+          {
+            services: args.shardServices,
+            workers: SHARD_WORKERS,
+            shards: SHARD_COUNT,
+            replicas: SHARD_REPLICAS,
+            leaseTtlMs: args.shardLeaseTtlMs,
+            idleS: args.idleS,
+            changes: SHARD_FAILOVER_CHANGES,
+            logDir: join(repoRoot(), 'dist', 'bench-logs'),
+            nodeFlags: args.regsyncNodeFlags,
+          },
+          phaseMs,
+          progress,
+        );
+      } catch (err) {
+        result.errors.push(`sharded phase: ${describe(err)}`);
+      }
+    }
+    return result;
+  } finally {
+    result.durationMs = performance.now() - started;
+  }
+}
 
+/**
+ * Phases 2-4, which share one redis-server, registries A and B and one `regsync up`; all of it is
+ * stopped again before this returns, so that the sharded phase has the machine to itself.
+ */
+async function runSharedPhases(args: BenchArgs, result: BenchResult, phaseMs: number): Promise<void> {
+  let redis: RedisServer | undefined;
+  let redisClient: Redis | undefined;
+  let regsync: RegsyncUp | undefined;
+  let queue: QueueSampler | undefined;
+  const registries: RunningRegistry[] = [];
+  const counters: RequestCounter[] = [];
+  try {
     progress('starting redis-server, registries A and B, regsync up');
     redis = await startRedis();
     redisClient = new Redis(redis.url, { maxRetriesPerRequest: 1 });
@@ -93,7 +144,8 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
     const up = regsync;
     await callApi(up.url, 'POST', '/api/v1/clusters', { id: 'a', kind: 'nacos', endpoints: [a.endpoint] }, 201);
     await callApi(up.url, 'POST', '/api/v1/clusters', { id: 'b', kind: 'nacos', endpoints: [b.endpoint] }, 201);
-    queue = new QueueSampler(redis.url);
+    const deployment = JSON.parse((await redisClient.get('regsync:deployment')) ?? '{"shards":1}') as { shards: number };
+    queue = new QueueSampler(redis.url, deployment.shards);
     const cpu = new CpuMeter(() => up.proc.pid, redisClient);
     const deps = { a, b, api: up.url, requestsA, requestsB, cpu, queue, progress };
 
@@ -138,7 +190,6 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
         result.errors.push(`zookeeper cold sync phase: ${describe(err)}`);
       }
     }
-    return result;
   } finally {
     progress('stopping');
     if (regsync) {
@@ -159,7 +210,6 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
     redisClient?.disconnect();
     await Promise.all(registries.map((r) => r.close()));
     await redis?.cleanup();
-    result.durationMs = performance.now() - started;
   }
 }
 
