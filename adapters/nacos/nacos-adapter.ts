@@ -7,6 +7,7 @@ import type {
   RegistryAdapter,
   ServiceKey,
   Unsubscribe,
+  WatchEvent,
 } from '../../src/model/index.js';
 import { instanceId } from '../../src/model/index.js';
 import { clusterAddresses, routeToCluster, unmapped } from './local-address.js';
@@ -138,7 +139,7 @@ export class NacosAdapter implements RegistryAdapter {
    * the first read after watching (or else the first poll, which comes within a few seconds and
    * subscribes to push) records a baseline without calling anyone, so read after watching.
    */
-  watch(service: ServiceKey, onChange: () => void): Unsubscribe {
+  watch(service: ServiceKey, onChange: (event?: WatchEvent) => void): Unsubscribe {
     if (this.closing) {
       this.log.debug({ service: describeService(toServiceRef(service)) }, 'watch on a closed nacos adapter ignored');
       return () => {};

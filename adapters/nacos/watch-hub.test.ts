@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Instance } from '../../src/model/index.js';
+import type { Instance, WatchEvent } from '../../src/model/index.js';
 import { waitUntil } from '../../test/support/wait-until.js';
 import { WatchHub } from './watch-hub.js';
 import type { ServiceRef } from './wire.js';
@@ -117,12 +117,13 @@ describe('WatchHub', () => {
       },
     });
     hubs.push(hub);
-    let calls = 0;
-    hub.watch(ref('s'), () => (calls += 1));
+    const events: Array<WatchEvent | undefined> = [];
+    hub.watch(ref('s'), (event) => events.push(event));
     await waitUntil(() => polls >= 1, { message: 'first poll' });
     hub.observed(ref('s'), []);
     await waitUntil(() => polls >= 3, { message: 'more polls' });
-    expect(calls).toBe(1);
+    // Once, with what it read, for the watcher to compare with what was read elsewhere.
+    expect(events).toEqual([{ firstRead: current }]);
   });
 
   it('a push does not move the baseline: a change whose push was lost is still found by the next poll', async () => {

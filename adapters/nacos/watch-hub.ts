@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Instance, Unsubscribe } from '../../src/model/index.js';
+import type { Instance, Unsubscribe, WatchEvent } from '../../src/model/index.js';
 import { describeService, groupedName, instancesFingerprint, watchKey, type ServiceRef } from './wire.js';
 
 export interface WatchHubOptions {
@@ -20,7 +20,7 @@ export interface WatchHubOptions {
 }
 
 interface Watcher {
-  onChange: () => void;
+  onChange: (event?: WatchEvent) => void;
 }
 
 interface Subscription {
@@ -50,8 +50,8 @@ interface Subscription {
  * readers), and a change whose push was lost is still noticed. The first read of the service (see
  * {@link observed}) subscribes to push and records what is there (callers read after they watch);
  * the first poll, half to one `firstPollDelayMs` after the watch, subscribes when no read came
- * first, and then calls the watchers: without a read here, nobody knows whether what it finds is
- * what the last reconcile saw.
+ * first, and then calls the watchers with what it read (`firstRead`): without a read here, only
+ * they can tell whether it is what the last reconcile saw.
  *
  * A watch never throws: poll failures are logged (once per outage, then quietly) and retried at the
  * next interval; a throwing watcher is logged and does not disturb the others.
@@ -69,7 +69,7 @@ export class WatchHub {
     return this.subscriptions.size;
   }
 
-  watch(ref: ServiceRef, onChange: () => void): Unsubscribe {
+  watch(ref: ServiceRef, onChange: (event?: WatchEvent) => void): Unsubscribe {
     if (this.closed) return () => {};
     const key = watchKey(ref);
     let sub = this.subscriptions.get(key);
@@ -175,12 +175,13 @@ export class WatchHub {
       if (sub.fingerprint === undefined && sub.baseline !== undefined) sub.fingerprint = instancesFingerprint(sub.baseline);
       sub.baseline = undefined;
       // No read here since the watch began (the service may be reconciled by another process, with
-      // what it saw unknown here): the first poll wakes the watchers, so no change in between is lost.
-      const changed = sub.fingerprint === undefined || fingerprint !== sub.fingerprint;
+      // what it saw unknown here): the first poll hands its read to the watchers to compare.
+      const unknown = sub.fingerprint === undefined;
+      const changed = unknown || fingerprint !== sub.fingerprint;
       if (sub.failing) log.info({ service: describeService(sub.ref) }, 'nacos watch reads again');
       sub.fingerprint = fingerprint;
       sub.failing = false;
-      if (changed) this.notify(sub, 'poll');
+      if (changed) this.notify(sub, 'poll', unknown ? { firstRead: instances } : undefined);
     } catch (err) {
       if (!sub.active) return;
       if (sub.failing) log.debug({ err, service: describeService(sub.ref) }, 'nacos watch poll failed again');
@@ -192,14 +193,14 @@ export class WatchHub {
     }
   }
 
-  private notify(sub: Subscription, via: 'push' | 'poll'): void {
+  private notify(sub: Subscription, via: 'push' | 'poll', event?: WatchEvent): void {
     if (!sub.active) return;
     this.options.log.debug({ service: describeService(sub.ref), via, watchers: sub.watchers.size }, 'nacos service changed');
     for (const watcher of [...sub.watchers]) {
       // A watcher removed by an earlier one in this loop is not called any more.
       if (!sub.watchers.has(watcher)) continue;
       try {
-        watcher.onChange();
+        watcher.onChange(event);
       } catch (err) {
         this.options.log.error({ err, service: describeService(sub.ref) }, 'a watcher of a nacos service threw');
       }

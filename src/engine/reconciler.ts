@@ -3,6 +3,7 @@ import type { RegistryAdapter } from '../model/adapter.js';
 import {
   MARK_TASK,
   instanceId,
+  instancesDigest,
   parseServiceSyncKey,
   serviceKeyString,
   type ClusterSpec,
@@ -23,6 +24,8 @@ export interface ServiceSyncStatus {
   lastSyncAt: string | null;
   lagMs: number | null;
   lastError: string | null;
+  /** Digest of the source instances the last reconcile read (see `instancesDigest`). */
+  sourceDigest?: string | undefined;
 }
 
 /** The store operations the engine uses. */
@@ -33,6 +36,7 @@ export interface EngineStore {
   tasksUsingCluster(clusterId: string): Promise<TaskSpec[]>;
   putServiceStatus(taskId: string, status: ServiceSyncStatus): Promise<void>;
   listServiceStatus(taskId: string): Promise<ServiceSyncStatus[]>;
+  getServiceStatus(taskId: string, service: ServiceKey): Promise<ServiceSyncStatus | undefined>;
   deleteServiceStatus(taskId: string, service: ServiceKey): Promise<void>;
   setTaskError(taskId: string, message: string | null): Promise<void>;
 }
@@ -230,6 +234,7 @@ export class Reconciler {
       lastSyncAt: new Date().toISOString(),
       lagMs: Math.max(0, Date.now() - since),
       lastError: [conflictNote, ...issues.map((i) => `skipped in source ${task.source}: ${i}`)].filter((n) => n !== null).join('; ') || null,
+      sourceDigest: instancesDigest(sourceInstances),
     });
     return { kind: 'synced', upserts: plan.upsert.length, removes: plan.remove.length, conflicts: plan.conflicts.length };
   }
@@ -246,6 +251,7 @@ export class Reconciler {
         lastSyncAt: previous?.lastSyncAt ?? null,
         lagMs: previous?.lagMs ?? null,
         lastError: message,
+        sourceDigest: previous?.sourceDigest,
       })
       .catch((err: unknown) => this.log.warn({ err }, 'cannot record status'));
   }

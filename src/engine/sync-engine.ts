@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { RegistryAdapter, Unsubscribe } from '../model/adapter.js';
 import {
   DEFAULT_FULL_SYNC_MS,
+  instancesDigest,
   parseServiceSyncKey,
   serviceKeyString,
   serviceSyncKey,
@@ -85,9 +86,13 @@ export class SyncEngine implements TaskControl {
     this.leads = opts.leads ?? (() => true);
   }
 
-  /** This process now leads `shard`: watch its service syncs and reconcile each of them soon. */
+  /**
+   * This process now leads `shard`: watch its service syncs and reconcile each of them in the
+   * background. A watch's first poll finds what changed while nobody watched (see
+   * {@link checkFirstRead}), and that is reconciled first.
+   */
   async leadShard(shard: number): Promise<void> {
-    const keys: string[] = [];
+    const started: string[] = [];
     for (const active of [...this.active.values()]) {
       let source: RegistryAdapter;
       try {
@@ -100,10 +105,10 @@ export class SyncEngine implements TaskControl {
       for (const [key, sync] of active.services) {
         if (sync.shard !== shard || sync.unwatch) continue;
         this.watchService(source, active, key, sync);
-        keys.push(key);
+        started.push(key);
       }
     }
-    await this.enqueueAll(keys, 'start');
+    await this.startSyncs(started);
   }
 
   /**
@@ -214,15 +219,16 @@ export class SyncEngine implements TaskControl {
     };
     active.timer.unref();
     this.active.set(task.id, active);
+    let added: string[] = [];
     try {
-      await this.expand(active);
+      added = await this.expand(active);
       await this.opts.store.setTaskError(task.id, null);
     } catch (err) {
       const message = `cannot start: ${err instanceof Error ? err.message : String(err)}`;
       this.log.warn({ err, task: task.id }, 'task cannot start yet; retrying at the next full sync');
       await this.opts.store.setTaskError(task.id, message);
     }
-    await this.enqueueAll(this.ledKeys(active), 'start');
+    await this.startSyncs(added);
   }
 
   /** The service syncs of a task in the shards this process leads. */
@@ -232,9 +238,27 @@ export class SyncEngine implements TaskControl {
     return keys;
   }
 
+  /** Reconciles service syncs this process just started watching (in the background: changes go first). */
+  private async startSyncs(keys: readonly string[]): Promise<void> {
+    await this.enqueueAll(keys, 'start');
+  }
+
+  /**
+   * A watch's first read, with nothing read in this process before (the service's reconciles may
+   * run in other processes, and this one may have just taken the shard over): reconcile only if
+   * the source differs from what the last reconcile read.
+   */
+  private async checkFirstRead(key: string, instances: readonly Instance[]): Promise<void> {
+    const { taskId, service } = parseServiceSyncKey(key);
+    const status = await this.opts.store.getServiceStatus(taskId, service).catch(() => undefined);
+    if (status?.sourceDigest !== undefined && status.sourceDigest === instancesDigest(instances)) return;
+    await this.opts.queue.enqueue(key, 'change');
+  }
+
   private watchService(source: RegistryAdapter, active: ActiveTask, key: string, sync: ServiceSync): void {
-    sync.unwatch = source.watch(sync.service, () => {
-      void this.opts.queue.enqueue(key, 'change').catch((err: unknown) => this.log.warn({ err, key }, 'cannot enqueue change'));
+    sync.unwatch = source.watch(sync.service, (event) => {
+      const queued = event?.firstRead ? this.checkFirstRead(key, event.firstRead) : this.opts.queue.enqueue(key, 'change');
+      void queued.catch((err: unknown) => this.log.warn({ err, key }, 'cannot enqueue change'));
     });
     this.log.debug({ task: active.task.id, service: serviceKeyString(sync.service) }, 'watching');
   }
@@ -253,7 +277,7 @@ export class SyncEngine implements TaskControl {
       // Services appearing in the source are picked up at once, not at the next full sync.
       active.unwatchServices = source.watchServices(scope, () => {
         void this.expand(active)
-          .then((added) => this.enqueueAll(added, 'start'))
+          .then((added) => this.startSyncs(added))
           .catch((err: unknown) => this.log.warn({ err, task: task.id }, 'service list refresh failed'));
       });
     }
@@ -274,13 +298,16 @@ export class SyncEngine implements TaskControl {
 
   private async fullSync(active: ActiveTask): Promise<void> {
     if (this.active.get(active.task.id) !== active) return;
+    let added: string[] = [];
     try {
-      await this.expand(active);
+      added = await this.expand(active);
       await this.opts.store.setTaskError(active.task.id, null);
     } catch (err) {
       await this.opts.store.setTaskError(active.task.id, `cannot list services: ${err instanceof Error ? err.message : String(err)}`);
     }
-    await this.enqueueAll(this.ledKeys(active), 'full');
+    await this.startSyncs(added);
+    const fresh = new Set(added);
+    await this.enqueueAll(this.ledKeys(active).filter((k) => !fresh.has(k)), 'full');
   }
 
   private async enqueueAll(keys: readonly string[], reason: ReconcileJobData['reason']): Promise<void> {

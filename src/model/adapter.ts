@@ -34,9 +34,11 @@ export interface RegistryAdapter {
   readIssues?(service: ServiceKey): string[];
   /**
    * Calls `onChange` (no data: the engine re-reads) whenever the service may have changed, in real
-   * time where the registry can push, by polling otherwise.
+   * time where the registry can push, by polling otherwise. An adapter whose watch cannot tell
+   * whether its first read differs from what was read before (nothing was read in this process)
+   * may pass that read as {@link WatchEvent.firstRead}, for the engine to compare.
    */
-  watch(service: ServiceKey, onChange: () => void): Unsubscribe;
+  watch(service: ServiceKey, onChange: (event?: WatchEvent) => void): Unsubscribe;
   /**
    * Writes a plan; rejects after trying every write when any failed. An error carrying
    * `retryable: false` means retrying the same plan cannot succeed (the engine then waits for the
@@ -51,4 +53,13 @@ export interface RegistryAdapter {
   /** How often `heartbeat` must be called per instance. */
   readonly heartbeatIntervalMs?: number;
   close(): Promise<void>;
+}
+
+/** What a watch may tell along with a change. */
+export interface WatchEvent {
+  /**
+   * The watch's first read, when nothing was read in this process before it to compare with: the
+   * service may not have changed at all (the engine compares with what its last reconcile read).
+   */
+  firstRead?: readonly Instance[];
 }

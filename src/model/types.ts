@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 /** Registry kinds regsync can read from and write to. */
 export type ClusterKind = 'nacos' | 'zookeeper' | 'kubernetes';
 
@@ -106,4 +107,15 @@ export function parseServiceSyncKey(key: string): ServiceSync {
   if (parts.length !== 4 || parts.some((p) => p === '')) throw new Error(`malformed service sync key: ${key}`);
   const [taskId, namespace, group, name] = parts as [string, string, string, string];
   return { taskId, service: { namespace, group, name } };
+}
+
+/**
+ * An order-independent digest of instances with every field (address, weight, flags, cluster,
+ * metadata): equal for equal sets, whatever order a registry lists them in.
+ */
+export function instancesDigest(instances: readonly Instance[]): string {
+  const rows = instances
+    .map((i) => JSON.stringify([i.ip, i.port, i.cluster, i.weight, i.healthy, i.enabled, i.ephemeral, Object.entries(i.metadata).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))]))
+    .sort();
+  return createHash('sha1').update(rows.join('\n')).digest('base64url');
 }

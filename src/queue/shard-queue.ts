@@ -79,7 +79,14 @@ export class ShardQueue {
     for (let i = 0, size = FIRST_BULK_SIZE; i < keys.length; i += size, size = BULK_SIZE) {
       const batch = keys.slice(i, i + size);
       const jobs = await this.queue.addBulk(batch.map((key) => ({ name: RECONCILE_JOB, data: { key, since, reason }, opts: jobOptions(key, delay, reason) })));
-      if (isBackground(reason)) for (const job of jobs) if (job.id !== undefined) this.background.set(job.data.key, job.id);
+      for (const job of jobs) {
+        if (job.id === undefined) continue;
+        if (isBackground(reason)) this.background.set(job.data.key, job.id);
+        else if (delay === 0 && this.background.get(job.data.key) === job.id) {
+          this.background.delete(job.data.key);
+          await job.changePriority({ priority: 0 }).catch(() => undefined);
+        }
+      }
     }
   }
 

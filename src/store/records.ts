@@ -74,7 +74,8 @@ export function isServiceStatus(v: unknown): v is ServiceStatus {
     typeof v.destinationInstances === 'number' &&
     isNullableString(v.lastSyncAt) &&
     isNullableNumber(v.lagMs) &&
-    isNullableString(v.lastError)
+    isNullableString(v.lastError) &&
+    (v.sourceDigest === undefined || typeof v.sourceDigest === 'string')
   );
 }
 

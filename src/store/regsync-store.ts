@@ -225,6 +225,14 @@ export class RegsyncStore {
     return statuses.sort((a, b) => compareServiceKeys(a.service, b.service));
   }
 
+  /** The status of one service of a task, if there is one. */
+  async getServiceStatus(taskId: string, service: ServiceKey): Promise<ServiceStatus | undefined> {
+    const key = this.statusKey(taskId);
+    const field = statusField(service);
+    const raw = await this.redis.hget(key, field);
+    return raw === null ? undefined : parseRecord(`${key} field ${field}`, raw, 'service status', isServiceStatus);
+  }
+
   /** The service sync keys (see `serviceSyncKey`) of every service with a status in a task; cheap (field names only). */
   async statusKeys(taskId: string): Promise<string[]> {
     const fields = await this.redis.hkeys(this.statusKey(taskId));
@@ -368,6 +376,7 @@ function storedStatus(status: ServiceStatus): ServiceStatus {
     lastSyncAt: status.lastSyncAt,
     lagMs: status.lagMs,
     lastError: status.lastError,
+    ...(status.sourceDigest !== undefined ? { sourceDigest: status.sourceDigest } : {}),
   };
 }
 

@@ -18,4 +18,10 @@ export interface ServiceStatus {
   lagMs: number | null;
   /** Message of the last failed reconcile; null once a reconcile succeeds again. */
   lastError: string | null;
+  /**
+   * Digest of the source instances the last reconcile read (`instancesDigest`); a new shard leader
+   * compares its own first read with it to find the services that changed while nobody watched.
+   * Absent in records written before it existed.
+   */
+  sourceDigest?: string | undefined;
 }
