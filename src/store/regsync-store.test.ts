@@ -225,6 +225,11 @@ describe('status', () => {
     expect(listed[1]).toEqual(status('alpha', { lastError: 'refused', lastSyncAt: null, lagMs: null }));
     expect(listed[2]?.sourceInstances).toBe(5);
 
+    expect(await store.getServiceStatus('t1', { namespace: 'dev', group: 'G', name: 'b' })).toEqual(listed[0]);
+    expect(await store.getServiceStatus('t1', { namespace: 'dev', group: 'G', name: 'nope' })).toBeUndefined();
+    await store.putServiceStatus('t1', status('digested', { sourceDigest: 'abc' }));
+    expect((await store.getServiceStatus('t1', { namespace: 'public', group: 'DEFAULT_GROUP', name: 'digested' }))?.sourceDigest).toBe('abc');
+    await store.deleteServiceStatus('t1', { namespace: 'public', group: 'DEFAULT_GROUP', name: 'digested' });
     // The service sync keys, as the engine builds them, from the field names alone.
     expect((await store.statusKeys('t1')).sort()).toEqual(
       listed.map((st) => serviceSyncKey({ taskId: 't1', service: st.service })).sort(),
