@@ -10,6 +10,8 @@ export interface ShardView {
   leader: string | null;
   token: number | null;
   leaseTtlLeftMs: number | null;
+  /** How long the leader has held the lease (its fencing token), ms. */
+  leaseAgeMs: number | null;
   replicas: string[];
   queueDepth: number;
   serviceSyncs: number;
@@ -61,6 +63,7 @@ export class DeploymentView {
           leader: lease?.owner ?? null,
           token: lease?.token ?? null,
           leaseTtlLeftMs: lease?.ttlLeftMs ?? null,
+          leaseAgeMs: lease?.acquiredAtMs !== undefined ? Math.max(0, Date.now() - lease.acquiredAtMs) : null,
           replicas: replicasFor(shard, ids, replicas),
           queueDepth: depths[shard] ?? 0,
           serviceSyncs: syncs.get(shard) ?? 0,

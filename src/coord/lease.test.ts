@@ -71,6 +71,21 @@ describe('lease functions', () => {
     expect(await checkFence(redis, prefix, 3, t1 + 1)).toBe(true);
   });
 
+  it('records when each token was handed out, for the lease age', async () => {
+    const before = redisMs(await redis.time());
+    const t1 = (await acquireLease(redis, prefix, 4, 'w1', 10_000))!;
+    const first = (await readLease(redis, prefix, 4))?.acquiredAtMs;
+    expect(first).toBeGreaterThanOrEqual(before);
+    expect(first).toBeLessThanOrEqual(redisMs(await redis.time()));
+    // Renewals keep it; a new token gets a new one.
+    expect(await renewLease(redis, prefix, 4, 'w1', t1, 10_000)).toBe(true);
+    expect((await readLease(redis, prefix, 4))?.acquiredAtMs).toBe(first);
+    await releaseLease(redis, prefix, 4, 'w1', t1);
+    const mark = redisMs(await redis.time());
+    await acquireLease(redis, prefix, 4, 'w2', 10_000);
+    expect((await readLease(redis, prefix, 4))?.acquiredAtMs).toBeGreaterThanOrEqual(mark);
+  });
+
   it('keeps tokens growing when Redis loses its data', async () => {
     const before = (await acquireLease(redis, prefix, 0, 'w1', 10_000))!;
     for (let i = 0; i < 5; i += 1) {

@@ -12,12 +12,18 @@ export interface LeaseRecord {
   /** Fencing token: grows with every acquisition of the shard (see ACQUIRE_LEASE for data loss). */
   token: number;
   ttlLeftMs: number;
+  /** When this token was handed out (Redis clock, ms since the epoch); absent for leases taken before it was recorded. */
+  acquiredAtMs?: number;
 }
 
 export const DEFAULT_LEASE_TTL_MS = 5000;
 
 export function leaseKey(prefix: string, shard: number): string {
   return `${prefix}:lease:${shard}`;
+}
+
+function sinceKey(prefix: string, shard: number): string {
+  return `${prefix}:lease-since:${shard}`;
 }
 
 function leaseValue(owner: string, token: number): string {
@@ -29,7 +35,9 @@ function leaseValue(owner: string, token: number): string {
  * before it (INCR of `<prefix>:lease-token:<shard>`). Answers the token, or undefined when held.
  */
 export async function acquireLease(redis: Redis, prefix: string, shard: number, owner: string, ttlMs: number): Promise<number | undefined> {
-  const token = Number(await evalScript(redis, ACQUIRE_LEASE, 2, leaseKey(prefix, shard), `${prefix}:lease-token:${shard}`, JSON.stringify(owner), ttlMs));
+  const token = Number(
+    await evalScript(redis, ACQUIRE_LEASE, 3, leaseKey(prefix, shard), `${prefix}:lease-token:${shard}`, sinceKey(prefix, shard), JSON.stringify(owner), ttlMs),
+  );
   return token > 0 ? token : undefined;
 }
 
@@ -46,12 +54,14 @@ export async function releaseLease(redis: Redis, prefix: string, shard: number, 
 /** The leases of the given shards in one round trip; undefined where free. */
 export async function readLeases(redis: Redis, prefix: string, shards: readonly number[]): Promise<(LeaseRecord | undefined)[]> {
   const pipeline = redis.pipeline();
-  for (const shard of shards) pipeline.get(leaseKey(prefix, shard)).pttl(leaseKey(prefix, shard));
+  for (const shard of shards) pipeline.get(leaseKey(prefix, shard)).pttl(leaseKey(prefix, shard)).get(sinceKey(prefix, shard));
   const replies = (await pipeline.exec()) ?? [];
   return shards.map((shard, i) => {
-    const [error, raw] = replies[2 * i] ?? [];
+    const [error, raw] = replies[3 * i] ?? [];
     if (error) throw error;
-    return parseLease(leaseKey(prefix, shard), raw as string | null, Number(replies[2 * i + 1]?.[1]));
+    const lease = parseLease(leaseKey(prefix, shard), raw as string | null, Number(replies[3 * i + 1]?.[1]));
+    const [since, at] = String(replies[3 * i + 2]?.[1] ?? '').split(':').map(Number);
+    return lease && since === lease.token && Number.isFinite(at) ? { ...lease, acquiredAtMs: at } : lease;
   });
 }
 

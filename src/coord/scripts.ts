@@ -49,19 +49,23 @@ return removed
  * The value is built here so that it carries the new token; it is byte for byte
  * `JSON.stringify({ owner, token })`.
  *
- * KEYS: lease, token counter. ARGV: JSON-encoded owner, ttl ms. Returns the token, or 0 when held.
+ * Also records when the token was handed out (`<token>:<ms>` at KEYS[3]), for the lease's age.
+ *
+ * KEYS: lease, token counter, acquisition time. ARGV: JSON-encoded owner, ttl ms. Returns the token,
+ * or 0 when held.
  */
 export const ACQUIRE_LEASE = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+${NOW}
 local token
 if redis.call('EXISTS', KEYS[2]) == 1 then
   token = redis.call('INCR', KEYS[2])
 else
-  ${NOW}
   token = now
   redis.call('SET', KEYS[2], string.format('%d', token))
 end
 redis.call('SET', KEYS[1], '{"owner":' .. ARGV[1] .. ',"token":' .. string.format('%d', token) .. '}', 'PX', ARGV[2])
+redis.call('SET', KEYS[3], string.format('%d', token) .. ':' .. string.format('%d', now))
 return token
 `;
 

@@ -112,6 +112,7 @@ describe('sharded deployment: one api process, several worker processes', () => 
       expect(item.replicas).toContain(item.leader);
       expect(item.token).toEqual(expect.any(Number));
       expect(item.leaseTtlLeftMs).toEqual(expect.any(Number));
+      expect(item.leaseAgeMs).toBeGreaterThanOrEqual(0);
     }
     for (const id of live) {
       const w = snap.workers.find((x) => x.id === id);

@@ -19,6 +19,7 @@ export interface ShardView {
   leader: string | null;
   token: number | null;
   leaseTtlLeftMs: number | null;
+  leaseAgeMs: number | null;
   replicas: string[];
   queueDepth: number;
   serviceSyncs: number;
