@@ -46,6 +46,9 @@ export class ShardQueue {
       prefix: options.prefix ?? 'regsync:bull',
     });
     this.changeDelayMs = options.changeDelayMs ?? 0;
+    // Connection errors reach the owner of the connection (which logs them); a failed add rejects
+    // its caller. Without a listener BullMQ would print each one to the console.
+    this.queue.on('error', () => undefined);
   }
 
   /**
