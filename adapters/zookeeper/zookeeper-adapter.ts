@@ -247,8 +247,8 @@ export class ZooKeeperAdapter implements RegistryAdapter {
    * Takes copies the engine found unchanged into this adapter's session and memory: those it did
    * not write itself (a previous regsync process did, and their session dies with it) are
    * re-created as its own, once each, so they survive that session and are re-created after an
-   * expiry of this one. Copies it already holds cost nothing. Not part of the engine's contract
-   * yet (see the adapter's README); harmless when nobody calls it.
+   * expiry of this one. Copies it already holds cost nothing. The engine calls it on the shard's
+   * leader after every reconcile.
    */
   async retain(service: ServiceKey, instances: Instance[]): Promise<void> {
     const foreign = instances.filter((instance) => {

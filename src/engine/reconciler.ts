@@ -212,6 +212,14 @@ export class Reconciler {
     const live = [...plan.upsert, ...plan.unchanged];
     const shard = this.opts.shardOf?.(key) ?? 0;
     const leading = this.opts.leads?.(shard) ?? true;
+    if (leading && destination.retain && plan.unchanged.length > 0) {
+      try {
+        await destination.retain(service, plan.unchanged);
+      } catch (err) {
+        await this.recordError(taskId, service, `cannot write destination ${task.destination}: ${messageOf(err)}`);
+        throw err;
+      }
+    }
     if (leading && this.opts.activeTask(taskId) !== undefined) heartbeats.set(key, destination, service, live, plan.upsert);
     else heartbeats.clear(key);
     // A lost record is written again by the next reconcile (nothing marks it written meanwhile).

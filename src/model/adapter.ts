@@ -33,6 +33,12 @@ export interface RegistryAdapter {
    */
   readIssues?(service: ServiceKey): string[];
   /**
+   * Where copies live only as long as their writer's session (ZooKeeper ephemeral nodes): takes
+   * copies the engine found unchanged, and another process may have written, into this adapter's
+   * session, so they outlive that process. Called by the shard's leader only.
+   */
+  retain?(service: ServiceKey, instances: Instance[]): Promise<void>;
+  /**
    * Calls `onChange` (no data: the engine re-reads) whenever the service may have changed, in real
    * time where the registry can push, by polling otherwise. An adapter whose watch cannot tell
    * whether its first read differs from what was read before (nothing was read in this process)
