@@ -27,6 +27,7 @@ import type { ClusterKind } from './model/types.js';
 import type { TaskControl } from './engine/control.js';
 import { ShardQueues, ShardWorker } from './queue/shard-queue.js';
 import { RegsyncStore } from './store/index.js';
+import { within } from './util/within.js';
 
 /** What one regsync process runs. */
 export type NodeRole = 'api' | 'worker';
@@ -253,14 +254,19 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     app,
     coordinator,
     async close() {
-      await app?.close();
+      // Every step is bounded: a connection stuck reconnecting must not keep the process from exiting.
+      const step = async (what: string, work: Promise<unknown>, ms: number) => {
+        if (!(await within(work, ms))) log.warn({ step: what, ms }, 'shutdown step did not finish in time; going on');
+      };
+      await step('api', app?.close() ?? Promise.resolve(), 5_000);
       // Hand the led shards over first, so that the others start beating while this one winds down.
-      await coordinator?.stop();
+      await step('leases', coordinator?.stop() ?? Promise.resolve(), 10_000);
       await engine.stop();
-      await Promise.all([...workers.values()].map((w) => w.close()));
+      // Reconciles under way may finish (they hold no lease, so nothing waits for them elsewhere).
+      await step('shard workers', Promise.all([...workers.values()].map((w) => w.close())), 15_000);
       workers.clear();
-      await queues.close();
-      await adapters.closeAll();
+      await step('queues', queues.close(), 5_000);
+      await step('adapters', adapters.closeAll(), 10_000);
       closeConnections();
     },
   };
@@ -279,3 +285,4 @@ async function applyControl(engine: SyncEngine, message: ControlMessage): Promis
       return engine.stopTask(message.id);
   }
 }
+

@@ -1,5 +1,6 @@
 import { Queue, Worker, type ConnectionOptions, type Job, type JobsOptions } from 'bullmq';
 import type { Logger } from 'pino';
+import { within } from '../util/within.js';
 
 /** What a reconcile job carries: only the service sync key, never instance data. */
 export interface ReconcileJobData {
@@ -129,6 +130,7 @@ function jobOptions(key: string, delay: number, reason: ReconcileJobData['reason
 /** The consumer side: runs `process` for every job, `concurrency` at a time. */
 export class ShardWorker {
   readonly worker: Worker<ReconcileJobData>;
+  private readonly log: Logger;
 
   constructor(
     options: ShardQueueOptions & { concurrency?: number },
@@ -136,6 +138,7 @@ export class ShardWorker {
     logger: Logger,
   ) {
     const log = logger.child({ component: 'worker', shard: options.shard ?? 0 });
+    this.log = log;
     this.worker = new Worker<ReconcileJobData>(shardQueueName(options.shard ?? 0), (job) => process(job.data, job), {
       connection: options.connection,
       prefix: options.prefix ?? 'regsync:bull',
@@ -152,8 +155,15 @@ export class ShardWorker {
     this.worker.on('error', (err) => log.error({ err }, 'queue worker error'));
   }
 
-  async close(): Promise<void> {
-    await this.worker.close();
+  /**
+   * Lets running reconciles finish and stops; after `graceMs` (a connection stuck reconnecting
+   * after a Redis outage can keep BullMQ's close waiting) its connections are cut instead.
+   */
+  async close(graceMs = 10_000): Promise<void> {
+    if (!(await within(this.worker.close(), graceMs))) {
+      this.log.warn({ graceMs }, 'queue worker did not close in time; cutting its connections');
+      await this.worker.disconnect().catch(() => undefined);
+    }
   }
 }
 
