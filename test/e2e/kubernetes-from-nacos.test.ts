@@ -92,8 +92,9 @@ describe('Nacos -> Kubernetes', () => {
   });
 
   it('rewrites nothing when nothing changed: what it wrote reads back as its own', async () => {
+    // The status is recorded just after the write that the previous test saw.
+    const last = await waitUntil(async () => (await status('n2k'))?.lastSyncAt as string | undefined, { message: 'the status of the first reconcile' });
     const before = writes(k8s);
-    const last = (await status('n2k')).lastSyncAt as string;
     expect((await api(url, 'POST', '/api/v1/tasks/n2k/resync')).status).toBe(202);
     await waitUntil(async () => (await status('n2k')).lastSyncAt !== last, { message: 'a reconcile after resync' });
     expect(await status('n2k')).toMatchObject({ sourceInstances: 3, destinationInstances: 3, lastError: null });
