@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { Instance, Unsubscribe, WatchEvent } from '../../src/model/index.js';
-import { describeService, groupedName, instancesFingerprint, watchKey, type ServiceRef } from './wire.js';
+import { instancesDigest, type Instance, type Unsubscribe, type WatchEvent } from '../../src/model/index.js';
+import { describeService, groupedName, watchKey, type ServiceRef } from './wire.js';
 
 export interface WatchHubOptions {
   pollIntervalMs: number;
@@ -171,8 +171,8 @@ export class WatchHub {
     try {
       const instances = await this.options.list(sub.ref);
       if (!sub.active) return;
-      const fingerprint = instancesFingerprint(instances);
-      if (sub.fingerprint === undefined && sub.baseline !== undefined) sub.fingerprint = instancesFingerprint(sub.baseline);
+      const fingerprint = instancesDigest(instances);
+      if (sub.fingerprint === undefined && sub.baseline !== undefined) sub.fingerprint = instancesDigest(sub.baseline);
       sub.baseline = undefined;
       // No read here since the watch began (the service may be reconciled by another process, with
       // what it saw unknown here): the first poll hands its read to the watchers to compare.

@@ -6,7 +6,6 @@ import {
   decodePushPacket,
   deregisterParams,
   hostToInstance,
-  instancesFingerprint,
   pushAck,
   pushedService,
   registerParams,
@@ -105,26 +104,6 @@ describe('wire conversions', () => {
       metadata: { a: 'b' },
       scheduled: false,
     });
-  });
-
-  it('fingerprints ignore order but see every field', () => {
-    const a = instance({ metadata: { x: '1', y: '2' } });
-    const b = instance({ ip: '10.0.0.2' });
-    const base = instancesFingerprint([a, b]);
-    expect(instancesFingerprint([b, { ...a, metadata: { y: '2', x: '1' } }])).toBe(base);
-    const variants: Instance[] = [
-      { ...a, weight: 2 },
-      { ...a, healthy: false },
-      { ...a, enabled: false },
-      { ...a, ephemeral: false },
-      { ...a, cluster: 'C2' },
-      { ...a, port: 81 },
-      { ...a, metadata: { x: '1', y: '3' } },
-      { ...a, metadata: { x: '1' } },
-    ];
-    for (const v of variants) expect(instancesFingerprint([v, b])).not.toBe(base);
-    expect(instancesFingerprint([a])).not.toBe(base);
-    expect(instancesFingerprint([])).not.toBe(instancesFingerprint([a]));
   });
 
   it('decodes plain and gzipped push packets and answers them as the SDKs do', () => {

@@ -1,10 +1,8 @@
-import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import {
   DEFAULT_GROUP,
   DEFAULT_INSTANCE_CLUSTER,
   DEFAULT_NAMESPACE,
-  instanceId,
   type Instance,
   type ServiceKey,
 } from '../../src/model/index.js';
@@ -165,26 +163,6 @@ export function beatBody(ref: ServiceRef, instance: Instance): string {
     metadata: instance.metadata,
     scheduled: false,
   });
-}
-
-/**
- * A digest of what a reader of the service sees: every instance with every field, order-independent.
- * Watches compare it between polls. Our own digest rather than the server's `checksum`, so that v1
- * and v3 behave alike and the comparison covers exactly the fields the engine reads.
- */
-export function instancesFingerprint(instances: readonly Instance[]): string {
-  const rows = instances
-    .map((i) => [
-      instanceId(i),
-      i.weight,
-      i.healthy,
-      i.enabled,
-      i.ephemeral,
-      Object.entries(i.metadata).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
-    ])
-    .map((row) => JSON.stringify(row))
-    .sort();
-  return createHash('sha256').update(rows.join('\n')).digest('hex');
 }
 
 /** A UDP packet from the server, decoded. */

@@ -32,9 +32,11 @@ describe('instancesDigest', () => {
       inst('10.0.0.1', { ephemeral: false }),
       inst('10.0.0.1', { cluster: 'OTHER' }),
       inst('10.0.0.1', { metadata: { a: '1', b: '3' } }),
+      inst('10.0.0.1', { metadata: { a: '1' } }),
     ]) {
       expect(instancesDigest([changed])).not.toBe(base);
     }
     expect(instancesDigest([inst('10.0.0.1'), inst('10.0.0.2')])).not.toBe(base);
+    expect(instancesDigest([])).not.toBe(base);
   });
 });
