@@ -1,10 +1,8 @@
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Redis } from 'ioredis';
-import { startRegistry, type RunningRegistry } from '../src/registry/index.js';
-import { startRedis, type RedisServer } from '../test/support/redis.js';
 import { parseBenchArgs, UsageError, USAGE, type BenchArgs } from './args.js';
+import { startBackends, type BenchBackends } from './backends.js';
 import { measureColdSync } from './cold-sync.js';
 import { measureZooKeeperColdSync } from './zookeeper-cold-sync.js';
 import { CpuMeter, processPeakRssMiB } from './proc-stats.js';
@@ -13,7 +11,6 @@ import { measurePropagation } from './propagation.js';
 import { measureRawWrites } from './raw-write.js';
 import { COLD_SYNC_TARGET, formatReport, LATENCY_P99_TARGET_MS, type BenchResult } from './report.js';
 import { callApi, logProblems, QueueSampler, repoRoot, startRegsyncUp, type RegsyncUp } from './regsync.js';
-import { RequestCounter } from './request-counter.js';
 import { measureSharded } from './sharded.js';
 
 /*
@@ -121,24 +118,13 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
  * stopped again before this returns, so that the sharded phase has the machine to itself.
  */
 async function runSharedPhases(args: BenchArgs, result: BenchResult, phaseMs: number): Promise<void> {
-  let redis: RedisServer | undefined;
-  let redisClient: Redis | undefined;
+  let backends: BenchBackends | undefined;
   let regsync: RegsyncUp | undefined;
   let queue: QueueSampler | undefined;
-  const registries: RunningRegistry[] = [];
-  const counters: RequestCounter[] = [];
   try {
     progress('starting redis-server, registries A and B, regsync up');
-    redis = await startRedis();
-    redisClient = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-    redisClient.on('error', () => {});
-    const a = await startRegistry({ port: 0 });
-    registries.push(a);
-    const b = await startRegistry({ port: 0 });
-    registries.push(b);
-    const requestsA = new RequestCounter(a);
-    const requestsB = new RequestCounter(b);
-    counters.push(requestsA, requestsB);
+    backends = await startBackends();
+    const { redis, redisClient, a, b, requestsA, requestsB } = backends;
     const logDir = join(repoRoot(), 'dist', 'bench-logs');
     regsync = await startRegsyncUp({ redisUrl: redis.url, logDir, profileDir: args.profileDir, nodeFlags: args.regsyncNodeFlags });
     const up = regsync;
@@ -205,11 +191,8 @@ async function runSharedPhases(args: BenchArgs, result: BenchResult, phaseMs: nu
       }
       result.regsync = { logFile: regsync.logFile, peakRssMiB, logProblems: logProblems(regsync.output()), profile };
     }
-    for (const c of counters) c.close();
     await queue?.close();
-    redisClient?.disconnect();
-    await Promise.all(registries.map((r) => r.close()));
-    await redis?.cleanup();
+    await backends?.close();
   }
 }
 

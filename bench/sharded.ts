@@ -1,16 +1,14 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
-import { Redis } from 'ioredis';
 import { shardOf } from '../src/coord/index.js';
 import { serviceSyncKey } from '../src/model/index.js';
 import type { ServiceChange } from '../src/registry/naming-store.js';
-import { startRegistry, type RunningRegistry } from '../src/registry/index.js';
-import { startRedis, type RedisServer } from '../test/support/redis.js';
+import { startBackends, type BenchBackends } from './backends.js';
 import { CopyCounter } from './cold-sync.js';
 import { GROUP, NAMESPACE, ipOf, persistentInstance, serviceName } from './instances.js';
 import { CpuMeter, processPeakRssMiB, processRssMiB, type CpuShares } from './proc-stats.js';
 import { API_READY, callApi, logProblems, QueueSampler, startRegsyncCommand, WORKER_READY, type QueueStats, type RegsyncCommand } from './regsync.js';
-import { RequestCounter, type RequestCounts } from './request-counter.js';
+import type { RequestCounts } from './request-counter.js';
 import { percentiles, type Percentiles } from './stats.js';
 
 /*
@@ -178,11 +176,8 @@ const sum = (xs: Array<number | undefined>) => xs.reduce<number>((acc, x) => acc
 export async function measureSharded(params: ShardedParams, deadlineMs: number, progress: (line: string) => void): Promise<ShardedResult> {
   const deadline = performance.now() + deadlineMs;
   const left = () => Math.max(0, deadline - performance.now());
-  let redis: RedisServer | undefined;
-  let redisClient: Redis | undefined;
+  let backends: BenchBackends | undefined;
   let queue: QueueSampler | undefined;
-  const registries: RunningRegistry[] = [];
-  const counters: RequestCounter[] = [];
   let counter: CopyCounter | undefined;
   let api: RegsyncCommand | undefined;
   const workers = new Map<string, RegsyncCommand>();
@@ -200,16 +195,8 @@ export async function measureSharded(params: ShardedParams, deadlineMs: number, 
   /** Cleared when the phase ends: stops a background poll of the API. */
   let watchingWorkers = true;
   try {
-    redis = await startRedis();
-    redisClient = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-    redisClient.on('error', () => {});
-    const a = await startRegistry({ port: 0 });
-    registries.push(a);
-    const b = await startRegistry({ port: 0 });
-    registries.push(b);
-    const requestsA = new RequestCounter(a);
-    const requestsB = new RequestCounter(b);
-    counters.push(requestsA, requestsB);
+    backends = await startBackends();
+    const { redis, redisClient, a, b, requestsA, requestsB } = backends;
 
     const common = { logDir: params.logDir, nodeFlags: params.nodeFlags };
     api = await startRegsyncCommand({
@@ -474,11 +461,8 @@ export async function measureSharded(params: ShardedParams, deadlineMs: number, 
       if (d) d.peakRssMiB = processPeakRssMiB(w.proc.pid);
     }
     await Promise.all(started.map((p) => p.stop().catch(() => undefined)));
-    for (const c of counters) c.close();
     await queue?.close();
-    redisClient?.disconnect();
-    await Promise.all(registries.map((r) => r.close()));
-    await redis?.cleanup();
+    await backends?.close();
     // (the processes' log problems are read once they have exited)
     for (const [name, d] of processes) {
       const p = name === 'api' ? api : started.find((s) => s.ready === name);

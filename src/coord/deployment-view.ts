@@ -17,6 +17,13 @@ export interface ShardView {
   serviceSyncs: number;
 }
 
+/** `GET /api/v1/shards`. */
+export interface ShardsView {
+  shards: number;
+  replicas: number;
+  items: ShardView[];
+}
+
 /** One worker as the API shows it. */
 export interface WorkerView {
   id: string;
@@ -43,7 +50,7 @@ export class DeploymentView {
     private readonly serviceSyncs: (shards: number) => Promise<Map<number, number>>,
   ) {}
 
-  async shards(): Promise<{ shards: number; replicas: number; items: ShardView[] }> {
+  async shards(): Promise<ShardsView> {
     const { shards, replicas } = await this.deployment();
     const all = Array.from({ length: shards }, (_, i) => i);
     const [workers, leases, depths, syncs] = await Promise.all([

@@ -8,7 +8,7 @@ import {
   interleavedBeats,
   RegsyncCluster,
   runRegsyncWithin,
-  sampleLeadClaims,
+  sampleLeaders,
   settledProbe,
   shardOfService,
   startBeatTap,
@@ -142,12 +142,10 @@ describe('sharded deployment: one api process, several worker processes', () => 
 
     const watch = watchCopies(b, SERVICES);
     const mark = tap.beats.length;
-    const killed = new Set<string>();
-    const claims = sampleLeadClaims(cluster, () => killed);
+    const claims = sampleLeaders(cluster);
     try {
       const beatsAtKill = beatsOf(b, SERVICES);
       expect(beatsAtKill.size).toBe(24);
-      killed.add(victim.id);
       await cluster.kill(victim.id);
       natives.push(await registerNative(() => a, moved, '10.60.1.1', 8080, {}, 1_000));
 
@@ -174,12 +172,12 @@ describe('sharded deployment: one api process, several worker processes', () => 
       watch.stop();
       await claims.stop();
     }
-    if (claims.staleClaims() > 0) console.info(`${claims.staleClaims()} samples of /workers still showed the killed ${victim.id} leading shards`);
     // (b) nothing in B turned unhealthy or vanished
     expect(watch.violations).toEqual([]);
-    // (d) never two live workers claiming one shard
+    // (d) once a survivor led one of its shards, the killed worker never showed as leader again (one
+    // beater per copy is checked below, from the beats themselves)
     expect(claims.samples()).toBeGreaterThan(0);
-    expect(claims.doubleClaims).toEqual([]);
+    expect(claims.reclaimedBy(victim.id)).toEqual([]);
     expectOneHeartbeater(mark);
     expect(copiesIn(b, moved).map((c) => c.ip).sort()).toEqual(['10.60.0.' + (SERVICES.indexOf(moved) + 1), '10.60.1.1'].sort());
   }, 120_000);
@@ -203,7 +201,7 @@ describe('sharded deployment: one api process, several worker processes', () => 
 
     const watch = watchCopies(b, SERVICES);
     const mark = tap.beats.length;
-    const claims = sampleLeadClaims(cluster, () => new Set());
+    const claims = sampleLeaders(cluster);
     let after: ClusterSnapshot;
     try {
       await cluster.startWorker(joiner);
@@ -227,7 +225,8 @@ describe('sharded deployment: one api process, several worker processes', () => 
     expect(numeric(joined?.serves)).toEqual(gained);
     const prefers = all.filter((n) => replicasFor(n, newIds, r)[0] === joiner);
     expect(numeric(joined?.leads)).toEqual(prefers);
-    expect(claims.doubleClaims).toEqual([]);
+    // Handovers go one way: no old worker takes back a shard it handed to the new one.
+    for (const id of oldIds) expect({ id, reclaimed: claims.reclaimedBy(id) }).toEqual({ id, reclaimed: [] });
     expectOneHeartbeater(mark);
   }, 90_000);
 
@@ -238,11 +237,9 @@ describe('sharded deployment: one api process, several worker processes', () => 
     const victim = busiest(before, cluster.liveIds());
     const watch = watchCopies(b, SERVICES);
     const mark = tap.beats.length;
-    const stopped = new Set<string>();
-    const claims = sampleLeadClaims(cluster, () => stopped);
+    const claims = sampleLeaders(cluster);
     try {
       const beatsAtStop = beatsOf(b, SERVICES);
-      stopped.add(victim.id);
       expect(await cluster.stop(victim.id)).toBe(0);
       await waitUntil(
         async () => {
@@ -265,7 +262,7 @@ describe('sharded deployment: one api process, several worker processes', () => 
       await claims.stop();
     }
     expect(watch.violations).toEqual([]);
-    expect(claims.doubleClaims).toEqual([]);
+    expect(claims.reclaimedBy(victim.id)).toEqual([]);
     expectOneHeartbeater(mark);
   }, 90_000);
 
