@@ -5,6 +5,7 @@ import { createKubernetesAdapter } from '../adapters/kubernetes/index.js';
 import { createNacosAdapter } from '../adapters/nacos/index.js';
 import { createZooKeeperAdapter } from '../adapters/zookeeper/index.js';
 import { buildApiApp } from './api/index.js';
+import type { CmdbCache } from './cmdb/cache.js';
 import { DeploymentView } from './coord/deployment-view.js';
 import {
   createShardCoordinator,
@@ -21,6 +22,7 @@ import { AdapterPool, type AdapterFactory } from './engine/adapter-pool.js';
 import { ControlBus, type ControlMessage } from './engine/control-bus.js';
 import { HeartbeatScheduler } from './engine/heartbeat-scheduler.js';
 import { LiveSets } from './engine/live-sets.js';
+import { SourceAddresses } from './engine/source-addresses.js';
 import { Reconciler } from './engine/reconciler.js';
 import { SyncEngine } from './engine/sync-engine.js';
 import type { ClusterKind } from './model/types.js';
@@ -57,6 +59,11 @@ export interface NodeOptions {
   changeDelayMs?: number;
   /** Extra or replacement adapter factories (tests, plug-ins). */
   adapters?: Partial<Record<ClusterKind, AdapterFactory>>;
+  /**
+   * The CMDB whose labels copies carry (see the task options `labels` and `labelsOverride`); started
+   * and closed by the caller. Its changes reconcile the service syncs of the IPs they name.
+   */
+  cmdb?: { cache: CmdbCache; describe: string } | undefined;
 }
 
 /** A running regsync process. */
@@ -123,6 +130,12 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
   const heartbeats = new HeartbeatScheduler({ logger });
   const queues = new ShardQueues({ connection: queueRedis, prefix: `${prefix}:bull`, changeDelayMs: options.changeDelayMs }, shardOfKey);
   const liveSets = new LiveSets(storeRedis, prefix);
+  const sourceAddresses = new SourceAddresses();
+
+  const cmdb = options.cmdb;
+  const onLabelsChanged = (ips: string[]): void => {
+    void engine.labelsChanged(ips).catch((err: unknown) => logger.warn({ err }, 'cannot queue the re-labelling of copies; the next full sync does it'));
+  };
 
   let coordinator: ShardCoordinator | undefined;
   const leads = (shard: number): boolean => coordinator?.isLeading(shard) ?? false;
@@ -137,9 +150,11 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     shardOf: shardOfKey,
     leads,
     liveSets,
+    cmdb: options.cmdb?.cache,
+    sourceAddresses,
     ...(options.confirmEmptyMs !== undefined ? { confirmEmptyMs: options.confirmEmptyMs } : {}),
   });
-  const engine: SyncEngine = new SyncEngine({ store, adapters, queue: queues, heartbeats, reconciler, logger, shardOf: shardOfKey, leads, liveSets });
+  const engine: SyncEngine = new SyncEngine({ store, adapters, queue: queues, heartbeats, reconciler, logger, shardOf: shardOfKey, leads, liveSets, sourceAddresses });
   const bus = new ControlBus(storeRedis, prefix, logger.child({ component: 'control' }), options.workerId);
   const workers = new Map<number, ShardWorker>();
   const log = logger.child({ component: 'node', worker: bus.id });
@@ -156,6 +171,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
         replicas: deployment.replicas,
         leaseTtlMs: options.leaseTtlMs,
         logger,
+        ...(cmdb ? { status: () => ({ cmdb: { provider: cmdb.describe, ...cmdb.cache.status() } }) } : {}),
       });
       coordinator = created;
       created.on('replicas', (served) => {
@@ -206,6 +222,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
       await bus.listen(subscriber, bus.id, (message) => applyControl(engine, message));
       await engine.start();
       await created.start();
+      cmdb?.cache.on('change', onLabelsChanged);
     }
   } catch (err) {
     await coordinator?.stop().catch(() => undefined);
@@ -258,6 +275,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
       const step = async (what: string, work: Promise<unknown>, ms: number) => {
         if (!(await within(work, ms))) log.warn({ step: what, ms }, 'shutdown step did not finish in time; going on');
       };
+      cmdb?.cache.off('change', onLabelsChanged);
       await step('api', app?.close() ?? Promise.resolve(), 5_000);
       // Hand the led shards over first, so that the others start beating while this one winds down.
       await step('leases', coordinator?.stop() ?? Promise.resolve(), 10_000);

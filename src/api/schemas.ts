@@ -102,6 +102,8 @@ export const createTaskBody = {
       additionalProperties: false,
       properties: {
         fullSyncIntervalMs: { type: 'integer', minimum: 1000, maximum: 86_400_000 },
+        labels: { type: 'array', maxItems: 64, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 63 } },
+        labelsOverride: { type: 'boolean' },
       },
     },
   },
@@ -155,7 +157,14 @@ const taskViewProperties = {
   service: { type: 'string' },
   group: { type: 'string' },
   namespace: { type: 'string' },
-  options: { type: 'object', properties: { fullSyncIntervalMs: { type: 'integer' } } },
+  options: {
+    type: 'object',
+    properties: {
+      fullSyncIntervalMs: { type: 'integer' },
+      labels: { type: 'array', items: { type: 'string' } },
+      labelsOverride: { type: 'boolean' },
+    },
+  },
   state: { type: 'string', enum: ['running', 'paused', 'error'] },
   createdAt: { type: 'string' },
 } as const;

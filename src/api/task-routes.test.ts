@@ -111,6 +111,15 @@ describe('POST /api/v1/tasks', () => {
     expect((await post({ source: 'b', destination: 'c', service: 's'.repeat(255) })).statusCode).toBe(201);
   });
 
+  it('stores the label options and shows them', async () => {
+    const options = { labels: ['site', 'zone'], labelsOverride: true };
+    const res = await post({ id: 'labelled', source: 'a', destination: 'b', service: 'orders', options });
+    expect(res.statusCode, res.payload).toBe(201);
+    expect(res.json()).toMatchObject({ options });
+    expect(await h.store.getTask('labelled')).toMatchObject({ options });
+    expect((await h.inject({ method: 'GET', url: '/api/v1/tasks/labelled' })).json()).toMatchObject({ options });
+  });
+
   it('answers 409 task_exists for the same id, the same selector, or the same task posted twice', async () => {
     await created({ id: 'first', source: 'a', destination: 'b', service: 'orders' });
     h.control.reset();
@@ -169,6 +178,10 @@ describe('POST /api/v1/tasks', () => {
     ['an interval above a day', { ...base, options: { fullSyncIntervalMs: 86_400_001 } }, /body\.options\.fullSyncIntervalMs must be <= 86400000/],
     ['a fractional interval', { ...base, options: { fullSyncIntervalMs: 1500.5 } }, /body\.options\.fullSyncIntervalMs must be integer/],
     ['an interval as a string', { ...base, options: { fullSyncIntervalMs: '5000' } }, /body\.options\.fullSyncIntervalMs must be integer/],
+    ['labels as a string', { ...base, options: { labels: 'site' } }, /body\.options\.labels must be array/],
+    ['an empty label name', { ...base, options: { labels: ['site', ''] } }, /body\.options\.labels\[1\] must NOT have fewer than 1 characters/],
+    ['a label named twice', { ...base, options: { labels: ['site', 'site'] } }, /body\.options\.labels must NOT have duplicate items/],
+    ['labelsOverride as a string', { ...base, options: { labelsOverride: 'yes' } }, /body\.options\.labelsOverride must be boolean/],
     ['a state (not settable)', { ...base, state: 'paused' }, /body\.state is not a known field/],
     ['an unknown field', { ...base, priority: 1 }, /body\.priority is not a known field/],
     ['a JSON array', [base], /^body must be object/],

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { DEFAULT_GROUP, DEFAULT_NAMESPACE, type TaskSpec, type TaskState } from '../model/index.js';
+import { DEFAULT_GROUP, DEFAULT_NAMESPACE, type TaskOptions, type TaskSpec, type TaskState } from '../model/index.js';
 import { StoreError } from '../store/index.js';
 import type { RouteContext } from './api-deps.js';
 import { ApiError } from './api-error.js';
@@ -23,7 +23,7 @@ interface TaskBody {
   service: string;
   group?: string;
   namespace?: string;
-  options?: { fullSyncIntervalMs?: number };
+  options?: TaskOptions;
 }
 
 interface IdParams {

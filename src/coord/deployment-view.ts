@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Deployment } from './deployment.js';
 import { readLeases } from './lease.js';
-import { listWorkers } from './membership.js';
+import { listWorkers, type WorkerStatus } from './membership.js';
 import { replicasFor } from './rendezvous.js';
 
 /** One shard as the API shows it. */
@@ -35,6 +35,8 @@ export interface WorkerView {
   leads: number[];
   /** Shards it is a replica of. */
   serves: number[];
+  /** How its parts were doing at its last heartbeat. */
+  status: WorkerStatus;
 }
 
 /**
@@ -93,7 +95,14 @@ export class DeploymentView {
         roles: w.roles,
         leads: all.filter((s) => leases[s]?.owner === w.id),
         serves: all.filter((s) => replicasFor(s, ids, replicas).includes(w.id)),
+        status: w.status ?? {},
       })),
     };
+  }
+
+  /** The CMDB of every live worker that runs one, as of its last heartbeat. */
+  async cmdb(): Promise<{ items: Array<{ worker: string } & NonNullable<WorkerStatus['cmdb']>> }> {
+    const workers = await listWorkers(this.redis, this.prefix);
+    return { items: workers.flatMap((w) => (w.status?.cmdb ? [{ worker: w.id, ...w.status.cmdb }] : [])) };
   }
 }

@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { CmdbCacheStatus } from '../cmdb/cache.js';
 import { silentLogger } from '../log.js';
 import { HEARTBEAT, LEAVE, LIVE_WORKERS } from './scripts.js';
 import { evalScript } from '../util/redis-script.js';
@@ -18,6 +19,14 @@ export interface WorkerInfo {
   capacity: number;
   /** What the process runs (e.g. `sync`, `api`); default none. */
   roles: string[];
+  /** How parts of the process are doing, as of its last heartbeat. */
+  status?: WorkerStatus | undefined;
+}
+
+/** What a worker reports about its parts at every heartbeat. */
+export interface WorkerStatus {
+  /** Its CMDB, when it runs with one. */
+  cmdb?: (CmdbCacheStatus & { provider: string }) | undefined;
 }
 
 /** Options of {@link Membership}. */
@@ -32,6 +41,8 @@ export interface MembershipOptions {
   id?: string;
   capacity?: number;
   roles?: string[];
+  /** Asked at every heartbeat; what it answers is stored with the worker's record. */
+  status?: () => WorkerStatus;
   /** How long a worker counts as alive after its last heartbeat; default 5000. Heartbeats run every ttlMs / 3. */
   ttlMs?: number;
   logger?: Logger;
@@ -182,7 +193,7 @@ export class Membership extends EventEmitter<{ change: [ids: string[]] }> {
     if (this.beating && !first) return;
     this.beating = true;
     try {
-      const added = await evalScript(this.redis, HEARTBEAT, 2, this.setKey, this.recordKey(this.id), this.id, JSON.stringify(this.info), this.ttlMs, this.channel);
+      const added = await evalScript(this.redis, HEARTBEAT, 2, this.setKey, this.recordKey(this.id), this.id, JSON.stringify(this.opts.status ? { ...this.info, status: this.opts.status() } : this.info), this.ttlMs, this.channel);
       if (added === 1 && !first) this.logger.warn('worker had expired from the membership; re-registered');
     } finally {
       this.beating = false;

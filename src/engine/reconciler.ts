@@ -14,6 +14,7 @@ import {
 import type { AdapterPool } from './adapter-pool.js';
 import type { HeartbeatScheduler } from './heartbeat-scheduler.js';
 import type { LiveSets } from './live-sets.js';
+import type { SourceAddresses } from './source-addresses.js';
 import { diff, transform } from './transform.js';
 
 /** Status of one service sync, as the API shows it. */
@@ -69,6 +70,10 @@ export interface ReconcilerOptions {
   leads?: (shard: number) => boolean;
   /** Where the copies to beat are recorded for the shard's leader (several processes). */
   liveSets?: LiveSets;
+  /** The CMDB's labels of an IP, stamped on copies per the task's `labels` options; none when absent. */
+  cmdb?: { labelsOf(ip: string): Readonly<Record<string, string>> } | undefined;
+  /** Records which addresses each service sync read from its source (for CMDB changes). */
+  sourceAddresses?: SourceAddresses | undefined;
 }
 
 /**
@@ -128,6 +133,7 @@ export class Reconciler {
   forget(taskPrefix: string): void {
     for (const key of [...this.knownSourceCounts.keys()]) if (key.startsWith(taskPrefix)) this.knownSourceCounts.delete(key);
     for (const key of [...this.emptySince.keys()]) if (key.startsWith(taskPrefix)) this.emptySince.delete(key);
+    this.opts.sourceAddresses?.forget(taskPrefix);
   }
 
   /**
@@ -189,13 +195,22 @@ export class Reconciler {
     }
 
     const destinationSpec = this.opts.adapters.spec(task.destination) ?? (await store.getCluster(task.destination));
+    const sourceSpec = this.opts.adapters.spec(task.source) ?? (await store.getCluster(task.source));
     const aliases = destinationSpec?.options.aliases;
+    const cmdb = this.opts.cmdb;
     const { desired } = transform(sourceInstances, {
       taskId,
       sourceClusterId: task.source,
       destinationClusterId: task.destination,
       destinationAliases: Array.isArray(aliases) ? aliases.map(String) : [],
+      labels: {
+        cluster: sourceSpec?.labels ?? {},
+        cmdb: cmdb ? (ip) => cmdb.labelsOf(ip) : undefined,
+        names: task.options.labels,
+        override: task.options.labelsOverride ?? false,
+      },
     });
+    this.opts.sourceAddresses?.set(key, sourceInstances.map((i) => i.ip));
     const plan = diff(desired, destinationInstances, taskId);
     if (plan.upsert.length > 0 || plan.remove.length > 0) {
       try {

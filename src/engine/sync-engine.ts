@@ -15,6 +15,7 @@ import type { AdapterPool } from './adapter-pool.js';
 import type { TaskControl } from './control.js';
 import type { HeartbeatScheduler } from './heartbeat-scheduler.js';
 import type { LiveSets } from './live-sets.js';
+import type { SourceAddresses } from './source-addresses.js';
 import type { EngineStore, Reconciler } from './reconciler.js';
 
 /** Where reconcile requests go (the shard queue). */
@@ -56,6 +57,8 @@ export interface SyncEngineOptions {
   leads?: (shard: number) => boolean;
   /** Where reconciles record what to beat (several processes); removed tasks are cleared from it. */
   liveSets?: LiveSets;
+  /** Which addresses each service sync read from its source (the reconciler records them). */
+  sourceAddresses?: SourceAddresses;
 }
 
 /** Prefix of every service sync key of a task (see `serviceSyncKey`). */
@@ -200,6 +203,19 @@ export class SyncEngine implements TaskControl {
     }
     this.opts.reconciler.forget(taskKeyPrefix(taskId));
     this.log.info({ task: taskId, removed }, 'task removed with its copies');
+  }
+
+  /**
+   * The CMDB labels of `ips` changed: reconcile the service syncs of running tasks whose source
+   * lists any of them (as far as this process has seen), so that their copies carry the new labels.
+   * Other processes do the same for the service syncs they have seen; the queue merges duplicates.
+   */
+  async labelsChanged(ips: readonly string[]): Promise<number> {
+    const keys = (this.opts.sourceAddresses?.keysOf(ips) ?? []).filter((key) => this.active.has(parseServiceSyncKey(key).taskId));
+    if (keys.length === 0) return 0;
+    this.log.info({ ips: ips.length, serviceSyncs: keys.length }, 'CMDB labels changed; re-labelling the copies of the affected service syncs');
+    await this.enqueueAll(keys, 'change');
+    return keys.length;
   }
 
   async clusterChanged(clusterId: string): Promise<void> {

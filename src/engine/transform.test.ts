@@ -97,3 +97,63 @@ describe('diff', () => {
     expect(plan.remove.map((i) => i.cluster)).toEqual(['BJ']);
   });
 });
+
+describe('label stamping', () => {
+  const cmdb: Record<string, Record<string, string>> = {
+    '11.11.11.11': { site: 'x11', zone: 'z1', 'regsync.task': 'evil' },
+    '22.22.22.22': { site: 'x12' },
+  };
+  const labelsOf = (ip: string) => cmdb[ip] ?? {};
+  const stamped = (instance: Instance, labels: Parameters<typeof transform>[1]['labels']) =>
+    transform([instance], { ...ctx, labels }).desired[0]?.metadata;
+
+  it('stamps every CMDB label of the IP by default, and none for an unknown IP', () => {
+    expect(stamped(inst('11.11.11.11'), { cluster: {}, cmdb: labelsOf, override: false })).toEqual({
+      site: 'x11',
+      zone: 'z1',
+      'regsync.origin': 'a',
+      'regsync.path': 'a',
+      'regsync.task': 't1',
+    });
+    expect(stamped(inst('10.0.0.9'), { cluster: {}, cmdb: labelsOf, override: false })).toEqual({
+      'regsync.origin': 'a',
+      'regsync.path': 'a',
+      'regsync.task': 't1',
+    });
+  });
+
+  it('stamps only the named labels', () => {
+    const md = stamped(inst('11.11.11.11'), { cluster: {}, cmdb: labelsOf, names: ['site', 'region'], override: false });
+    expect(md).toMatchObject({ site: 'x11' });
+    expect(md).not.toHaveProperty('zone');
+    expect(md).not.toHaveProperty('region');
+    expect(stamped(inst('11.11.11.11'), { cluster: {}, cmdb: labelsOf, names: [], override: false })).not.toHaveProperty('site');
+  });
+
+  it("keeps the source's own value unless told to override it", () => {
+    const own = inst('11.11.11.11', { metadata: { site: 'mine' } });
+    expect(stamped(own, { cluster: {}, cmdb: labelsOf, override: false })?.site).toBe('mine');
+    expect(stamped(own, { cluster: {}, cmdb: labelsOf, override: true })?.site).toBe('x11');
+  });
+
+  it('fills in cluster labels below both the source and the CMDB', () => {
+    const cluster = { region: 'east', site: 'cluster-site' };
+    expect(stamped(inst('22.22.22.22'), { cluster, cmdb: labelsOf, override: false })).toMatchObject({ region: 'east', site: 'x12' });
+    expect(stamped(inst('10.0.0.9', { metadata: { region: 'west' } }), { cluster, override: false })).toMatchObject({
+      region: 'west',
+      site: 'cluster-site',
+    });
+  });
+
+  it('never lets a label overwrite a mark, nor treats inherited object keys as labels', () => {
+    const md = stamped(inst('11.11.11.11'), { cluster: { 'regsync.origin': 'x' }, cmdb: labelsOf, names: ['regsync.task', 'constructor'], override: true });
+    expect(md).toEqual({ 'regsync.origin': 'a', 'regsync.path': 'a', 'regsync.task': 't1' });
+  });
+
+  it('turns a label change into an update of the copy', () => {
+    const before = transform([inst('22.22.22.22')], { ...ctx, labels: { cluster: {}, cmdb: labelsOf, override: false } }).desired;
+    const after = transform([inst('22.22.22.22')], { ...ctx, labels: { cluster: {}, cmdb: () => ({ site: 'x13' }), override: false } }).desired;
+    const plan = diff(after, before, 't1');
+    expect(plan.upsert.map((i) => i.metadata.site)).toEqual(['x13']);
+  });
+});

@@ -17,6 +17,25 @@ export interface TransformContext {
    * names), so that their copies are not sent back to where they came from either.
    */
   destinationAliases?: readonly string[];
+  /** Labels stamped on every copy; none when absent. */
+  labels?: LabelStamp | undefined;
+}
+
+/**
+ * Where the labels on copies come from, and who wins. Precedence, weakest first: the source
+ * cluster's labels, then the CMDB's labels of the instance's IP, with the source instance's own
+ * metadata above both unless `override` puts the CMDB on top. regsync's marks are never
+ * overwritten by a label.
+ */
+export interface LabelStamp {
+  /** Labels of the source cluster (e.g. `region`), filled in where the instance has no such key. */
+  cluster: Readonly<Record<string, string>>;
+  /** The CMDB's labels of an IP; undefined when regsync runs without a CMDB. */
+  cmdb?: ((ip: string) => Readonly<Record<string, string>>) | undefined;
+  /** The CMDB labels to stamp; undefined: all the CMDB has for the IP. */
+  names?: readonly string[] | undefined;
+  /** CMDB values replace values the source instance already has. */
+  override: boolean;
 }
 
 export type SkipReason = 'cycle' | 'foreign-copy' | 'unhealthy' | 'disabled';
@@ -76,7 +95,7 @@ export function transform(source: readonly Instance[], ctx: TransformContext): T
       ...instance,
       healthy: true,
       metadata: {
-        ...md,
+        ...(ctx.labels ? stampLabels(instance, ctx.labels) : md),
         [MARK_ORIGIN]: origin,
         [MARK_PATH]: nextPath.join(','),
         [MARK_TASK]: ctx.taskId,
@@ -85,6 +104,23 @@ export function transform(source: readonly Instance[], ctx: TransformContext): T
     desired.set(instanceId(copy), copy);
   }
   return { desired: [...desired.values()], skipped };
+}
+
+const MARKS = new Set([MARK_ORIGIN, MARK_PATH, MARK_TASK]);
+
+/** The instance's metadata with the labels of `stamp` added (see {@link LabelStamp} for precedence). */
+export function stampLabels(instance: Instance, stamp: LabelStamp): Record<string, string> {
+  const md = instance.metadata;
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(stamp.cluster)) if (!MARKS.has(key)) out[key] = value;
+  Object.assign(out, md);
+  if (stamp.cmdb === undefined) return out;
+  const known = stamp.cmdb(instance.ip);
+  for (const key of stamp.names ?? Object.keys(known)) {
+    if (!Object.hasOwn(known, key) || MARKS.has(key)) continue;
+    if (stamp.override || !Object.hasOwn(md, key)) out[key] = known[key] as string;
+  }
+  return out;
 }
 
 function isForeignCopyOf(md: Record<string, string>, blocked: ReadonlySet<string>): boolean {

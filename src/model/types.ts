@@ -28,6 +28,16 @@ export type TaskState = 'running' | 'paused';
 export interface TaskOptions {
   /** How often every service of the task is re-read and repaired (default 30 s). */
   fullSyncIntervalMs?: number | undefined;
+  /**
+   * Which CMDB labels to stamp on copies, by name (e.g. `[site, region, zone]`). Absent: every label
+   * the CMDB has for the instance's IP; empty: none. Nothing is stamped when regsync runs without a CMDB.
+   */
+  labels?: string[] | undefined;
+  /**
+   * Whether CMDB values replace values the source instance already has under the same key (default
+   * false: the source's own value wins, and the CMDB only fills in what is missing).
+   */
+  labelsOverride?: boolean | undefined;
 }
 
 export const DEFAULT_FULL_SYNC_MS = 30_000;

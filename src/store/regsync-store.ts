@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { ClusterSpec, ServiceKey, TaskSpec, TaskState } from '../model/index.js';
+import type { ClusterSpec, ServiceKey, TaskOptions, TaskSpec, TaskState } from '../model/index.js';
 import { compareStrings, isClusterSpec, isServiceStatus, isTaskSpec, parseRecord } from './records.js';
 import { DELETE_TASK, PUT_STATUS_IF_TASK, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
 import type { ServiceStatus } from './service-status.js';
@@ -361,11 +361,19 @@ function storedTask(spec: TaskSpec): TaskSpec {
     service: spec.service,
     group: spec.group,
     namespace: spec.namespace,
-    options:
-      spec.options.fullSyncIntervalMs === undefined ? {} : { fullSyncIntervalMs: spec.options.fullSyncIntervalMs },
+    options: storedTaskOptions(spec.options),
     state: spec.state,
     createdAt: spec.createdAt,
   };
+}
+
+/** The known task options only, without undefined fields. */
+function storedTaskOptions(options: TaskOptions): TaskOptions {
+  const stored: TaskOptions = {};
+  if (options.fullSyncIntervalMs !== undefined) stored.fullSyncIntervalMs = options.fullSyncIntervalMs;
+  if (options.labels !== undefined) stored.labels = [...options.labels];
+  if (options.labelsOverride !== undefined) stored.labelsOverride = options.labelsOverride;
+  return stored;
 }
 
 function storedStatus(status: ServiceStatus): ServiceStatus {

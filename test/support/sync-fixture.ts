@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { createLogger, silentLogger } from '../../src/log.js';
 import { MARK_TASK } from '../../src/model/types.js';
-import { startNode, type RegsyncNode } from '../../src/node.js';
+import { startNode, type NodeOptions, type RegsyncNode } from '../../src/node.js';
 import { startRegistry, type RegistryOptions, type RunningRegistry, type StoredInstance } from '../../src/registry/index.js';
 import { formOf } from './http.js';
 import { startRedis, type RedisServer } from './redis.js';
@@ -33,8 +33,8 @@ export function testLogger(): Logger {
 }
 
 /** Starts regsync (API + worker) in-process on the fixture's Redis. */
-export async function startSync(fx: SyncFixture, logger: Logger = testLogger()): Promise<RegsyncNode> {
-  fx.node = await startNode({ redisUrl: fx.redis.url, prefix: fx.prefix, listen: { host: '127.0.0.1', port: 0 }, logger, confirmEmptyMs: 1_000 });
+export async function startSync(fx: SyncFixture, logger: Logger = testLogger(), extra: Partial<NodeOptions> = {}): Promise<RegsyncNode> {
+  fx.node = await startNode({ redisUrl: fx.redis.url, prefix: fx.prefix, listen: { host: '127.0.0.1', port: 0 }, logger, confirmEmptyMs: 1_000, ...extra });
   return fx.node;
 }
 
