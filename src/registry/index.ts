@@ -10,6 +10,17 @@ export {
   type StoredInstance,
   type StoredService,
   type NamespaceInfo,
+  type ServiceSettings,
 } from './naming-store.js';
+export {
+  parseLabelExpression,
+  parseSelector,
+  selectProviders,
+  SelectorError,
+  NONE_SELECTOR,
+  type LabelSource,
+  type SelectorProvider,
+  type ServiceSelector,
+} from './label-selector.js';
 export { UdpPusher, type PushStats, type Subscriber } from './udp-push.js';
 export { RegistryAuth, parseUsers } from './auth.js';

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { NONE_SELECTOR, parseSelector } from './label-selector.js';
 import { NamingError, NamingStore, type InstanceInput, type ServiceChange } from './naming-store.js';
 
 const instance = (ip: string, extra: Partial<InstanceInput> = {}): InstanceInput => ({
@@ -90,6 +91,48 @@ describe('NamingStore', () => {
     store.sweep();
     expect(store.listServices('dev')).toEqual([]);
     expect(store.listNamespaces().map((n) => n.id)).toEqual(['public']);
+  });
+
+  it('creates, updates and deletes services; instances keep the settings, an existing name is refused', () => {
+    const { store, changes, advance } = storeWithClock();
+    const selector = parseSelector('{"type":"label","expression":"CONSUMER.label.site = PROVIDER.label.site"}');
+    store.createService('public', 'G', 'svc', { protectThreshold: 0.5, metadata: { owner: 'team-a' }, selector });
+    expect(changes).toEqual([{ namespaceId: 'public', groupedName: 'G@@svc' }]);
+    expect(store.listServices('public').map((s) => s.name)).toEqual(['svc']);
+    expect(() => store.createService('public', 'G', 'svc', { protectThreshold: 0, metadata: {}, selector: NONE_SELECTOR })).toThrow(
+      expect.objectContaining({ code: 'service-exists' }),
+    );
+
+    store.register('public', 'G', 'svc', instance('10.0.0.1'));
+    expect(store.getService('public', 'G', 'svc')).toMatchObject({ protectThreshold: 0.5, metadata: { owner: 'team-a' }, selector });
+    expect(() => store.deleteService('public', 'G', 'svc')).toThrow(/is not empty/);
+
+    advance(1);
+    const before = store.getService('public', 'G', 'svc')?.lastRefTime ?? 0;
+    store.updateService('public', 'G', 'svc', { protectThreshold: 0, metadata: {}, selector: NONE_SELECTOR });
+    expect(store.getService('public', 'G', 'svc')).toMatchObject({ protectThreshold: 0, metadata: {}, selector: NONE_SELECTOR });
+    expect(store.getService('public', 'G', 'svc')?.lastRefTime).toBeGreaterThan(before);
+    expect(store.getService('public', 'G', 'svc')?.instances.size).toBe(1);
+    expect(() => store.updateService('public', 'G', 'nope', { protectThreshold: 0, metadata: {}, selector: NONE_SELECTOR })).toThrow(
+      expect.objectContaining({ code: 'service-not-found' }),
+    );
+
+    store.deregister('public', 'G', 'svc', '10.0.0.1', 80, 'DEFAULT');
+    const changesBefore = changes.length;
+    store.deleteService('public', 'G', 'svc');
+    expect(changes).toHaveLength(changesBefore + 1);
+    expect(store.getService('public', 'G', 'svc')).toBeUndefined();
+    expect(() => store.deleteService('public', 'G', 'svc')).toThrow(expect.objectContaining({ code: 'service-not-found' }));
+  });
+
+  it('drops a service created empty once the empty-service TTL passed without instances', () => {
+    const { store, advance } = storeWithClock();
+    store.createService('public', 'G', 'idle', { protectThreshold: 0, metadata: {}, selector: NONE_SELECTOR });
+    store.createService('public', 'G', 'used', { protectThreshold: 0, metadata: {}, selector: NONE_SELECTOR });
+    store.register('public', 'G', 'used', instance('10.0.0.1', { ephemeral: false }));
+    advance(60_000);
+    store.sweep();
+    expect(store.listServices('public').map((s) => s.name)).toEqual(['used']);
   });
 
   it('refuses expiry settings where removal comes before unhealthy', () => {

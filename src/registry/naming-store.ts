@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { NONE_SELECTOR, type ServiceSelector } from './label-selector.js';
 
 /** The namespace every request without `namespaceId` lands in. Nacos 2.x/3.x call it `public`. */
 export const PUBLIC_NAMESPACE = 'public';
@@ -25,8 +26,19 @@ export interface StoredInstance {
 /** What a register or update request carries, validated. */
 export type InstanceInput = Omit<StoredInstance, 'lastBeat' | 'beats'>;
 
+/**
+ * What the service API (`POST|PUT /nacos/v1/ns/service`) sets on a service. Services that only came
+ * into being through an instance registration carry the defaults: threshold 0, no metadata, no selector.
+ */
+export interface ServiceSettings {
+  /** Stored and reported; the registry does not apply health protection. */
+  protectThreshold: number;
+  metadata: Record<string, string>;
+  selector: ServiceSelector;
+}
+
 /** A service: instances of one `group@@name` in one namespace. */
-export interface StoredService {
+export interface StoredService extends ServiceSettings {
   namespaceId: string;
   groupName: string;
   name: string;
@@ -66,7 +78,7 @@ export const DEFAULT_EXPIRY: ExpiryOptions = {
 export class NamingError extends Error {
   override readonly name = 'NamingError';
   constructor(
-    readonly code: 'invalid' | 'instance-not-found' | 'service-not-found' | 'namespace-not-found',
+    readonly code: 'invalid' | 'instance-not-found' | 'service-not-found' | 'service-exists' | 'namespace-not-found',
     message: string,
   ) {
     super(message);
@@ -168,7 +180,7 @@ export class NamingStore extends EventEmitter<{ change: [ServiceChange] }> {
         `Current service ${groupedName(groupName, name)} is ${existing.kind} service, can't register ${kind} instance.`,
       );
     }
-    const service = existing ?? this.createService(namespaceId, groupName, name);
+    const service = existing ?? this.addService(namespaceId, groupName, name);
     service.kind = kind;
     const key = instanceKey(input.ip, input.port, input.clusterName);
     const previous = service.instances.get(key);
@@ -176,6 +188,48 @@ export class NamingStore extends EventEmitter<{ change: [ServiceChange] }> {
     service.instances.set(key, instance);
     if (!previous || !sameVisibleState(previous, instance)) this.touch(service);
     return instance;
+  }
+
+  /**
+   * Creates an empty service with its settings (Nacos `POST /service`); an existing one is refused.
+   * Like any empty service it is dropped after `emptyServiceTtlMs` unless an instance arrives first
+   * (Nacos cleans empty services the same way). Its kind stays open: the first instance fixes it.
+   */
+  createService(namespaceId: string, groupName: string, name: string, settings: ServiceSettings): StoredService {
+    if (this.getService(namespaceId, groupName, name)) {
+      throw new NamingError('service-exists', `specified service ${groupedName(groupName, name)} already exists!`);
+    }
+    const service = this.addService(namespaceId, groupName, name);
+    applySettings(service, settings);
+    this.touch(service);
+    return service;
+  }
+
+  /**
+   * Replaces the settings of an existing service (Nacos `PUT /service`): metadata and selector are
+   * replaced whole, not merged. Instances are untouched; an update counts as a change, so
+   * subscribers are pushed the view the new selector gives them.
+   */
+  updateService(namespaceId: string, groupName: string, name: string, settings: ServiceSettings): StoredService {
+    const service = this.getService(namespaceId, groupName, name);
+    if (!service) throw new NamingError('service-not-found', `service ${groupedName(groupName, name)} not found!`);
+    applySettings(service, settings);
+    this.touch(service);
+    return service;
+  }
+
+  /** Removes a service that has no instances (Nacos `DELETE /service`). */
+  deleteService(namespaceId: string, groupName: string, name: string): void {
+    const services = this.namespaces.get(namespaceId);
+    const key = groupedName(groupName, name);
+    const service = services?.get(key);
+    if (!services || !service) throw new NamingError('service-not-found', `service ${key} not found!`);
+    if (service.instances.size > 0) {
+      throw new NamingError('invalid', `Service ${key} is not empty, can't be delete. Please unregister instance first`);
+    }
+    services.delete(key);
+    if (services.size === 0) this.namespaces.delete(namespaceId);
+    this.emit('change', { namespaceId, groupedName: key });
   }
 
   /** Replaces the attributes of an existing instance (Nacos `PUT /instance`). */
@@ -243,7 +297,7 @@ export class NamingStore extends EventEmitter<{ change: [ServiceChange] }> {
     }
   }
 
-  private createService(namespaceId: string, groupName: string, name: string): StoredService {
+  private addService(namespaceId: string, groupName: string, name: string): StoredService {
     let services = this.namespaces.get(namespaceId);
     if (!services) {
       services = new Map();
@@ -257,6 +311,9 @@ export class NamingStore extends EventEmitter<{ change: [ServiceChange] }> {
       instances: new Map(),
       lastRefTime: this.now(),
       emptySince: undefined,
+      protectThreshold: 0,
+      metadata: {},
+      selector: NONE_SELECTOR,
     };
     services.set(groupedName(groupName, name), service);
     return service;
@@ -267,6 +324,12 @@ export class NamingStore extends EventEmitter<{ change: [ServiceChange] }> {
     service.emptySince = service.instances.size === 0 ? this.now() : undefined;
     this.emit('change', { namespaceId: service.namespaceId, groupedName: groupedName(service.groupName, service.name) });
   }
+}
+
+function applySettings(service: StoredService, settings: ServiceSettings): void {
+  service.protectThreshold = settings.protectThreshold;
+  service.metadata = { ...settings.metadata };
+  service.selector = settings.selector;
 }
 
 function sameVisibleState(a: StoredInstance, b: StoredInstance): boolean {

@@ -3,8 +3,10 @@ import { fastifyFormbody } from '@fastify/formbody';
 import type { Logger } from 'pino';
 import { silentLogger } from '../log.js';
 import { RegistryAuth } from './auth.js';
+import type { LabelSource } from './label-selector.js';
 import type { RegistryContext } from './http/context.js';
 import { registerV1Routes } from './http/v1-routes.js';
+import { registerV2Routes } from './http/v2-routes.js';
 import { registerV3Routes } from './http/v3-routes.js';
 import { NamingStore, type ExpiryOptions, type NamespaceInfo } from './naming-store.js';
 import { UdpPusher, type PushOptions } from './udp-push.js';
@@ -29,6 +31,12 @@ export interface RegistryOptions {
   /** Largest accepted request body. Default 1 MiB. */
   bodyLimitBytes?: number;
   push?: Partial<PushOptions>;
+  /**
+   * Labels of IP addresses for label selectors (a `CmdbCache` from src/cmdb fits). Without it
+   * consumers have no labels, so selectors select every provider; provider labels then come from
+   * instance metadata alone.
+   */
+  cmdb?: LabelSource;
   logger?: Logger;
 }
 
@@ -58,13 +66,15 @@ export async function buildRegistryApp(ctx: RegistryContext, bodyLimitBytes: num
   });
   await app.register(fastifyFormbody);
   registerV1Routes(app, ctx);
+  registerV2Routes(app, ctx);
   registerV3Routes(app, ctx);
   return app;
 }
 
 /**
- * Starts an embedded Nacos-compatible registry: v1 and v3 naming APIs on one HTTP port, UDP push
- * from the same host, ephemeral expiry. It never connects to instance addresses.
+ * Starts an embedded Nacos-compatible registry: v1, v2 (instance list) and v3 naming APIs on one HTTP
+ * port, UDP push from the same host, ephemeral expiry, service selectors. It never connects to
+ * instance addresses.
  */
 export async function startRegistry(options: RegistryOptions = {}): Promise<RunningRegistry> {
   const host = options.host ?? '127.0.0.1';
@@ -77,9 +87,9 @@ export async function startRegistry(options: RegistryOptions = {}): Promise<Runn
     expireAfterMs: store.expiry.expireAfterMs,
     cacheMillis: options.cacheMillis ?? 10_000,
   };
-  const pusher = new UdpPusher(store, timings, log, options.push);
+  const pusher = new UdpPusher(store, timings, log, options.push, options.cmdb);
   const auth = new RegistryAuth(options.users ?? new Map(), options.tokenTtlSeconds);
-  const ctx: RegistryContext = { store, pusher, auth, timings, log };
+  const ctx: RegistryContext = { store, pusher, auth, timings, log, cmdb: options.cmdb };
   const app = await buildRegistryApp(ctx, options.bodyLimitBytes ?? 1024 * 1024);
   await pusher.start(host);
   try {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { selectProviders, type LabelSource } from './label-selector.js';
 import { groupedName, instanceKey, type StoredInstance, type StoredService } from './naming-store.js';
 
 /** Timings a host entry reports to clients; they mirror the registry's expiry settings. */
@@ -48,6 +49,17 @@ export interface HostFilter {
   enabledOnly: boolean;
 }
 
+/**
+ * Who is asking, for the service's selector: client-facing lists pass it, admin lists do not (they
+ * always show every instance).
+ */
+export interface Consumer {
+  /** The consumer's address as the request names it (`clientIP` on v1, `ip` on v2); blank = unknown. */
+  ip: string | undefined;
+  /** Where labels come from; without one, consumers have no labels and the selector selects all. */
+  labels: LabelSource | undefined;
+}
+
 export function hostView(service: StoredService, instance: StoredInstance, timings: HostTimings): HostView {
   const grouped = groupedName(service.groupName, service.name);
   return {
@@ -68,20 +80,30 @@ export function hostView(service: StoredService, instance: StoredInstance, timin
   };
 }
 
-/** Instances of a service that pass a filter, in a stable order (ip, port, cluster). */
-export function selectHosts(service: StoredService | undefined, filter: HostFilter, timings: HostTimings): HostView[] {
+/**
+ * Instances of a service that pass a filter, in a stable order (ip, port, cluster). With a consumer,
+ * the service's selector narrows the cluster/enabled-filtered instances before `healthyOnly` applies,
+ * the order Nacos uses.
+ */
+export function selectHosts(
+  service: StoredService | undefined,
+  filter: HostFilter,
+  timings: HostTimings,
+  consumer?: Consumer,
+): HostView[] {
   if (!service) return [];
   const clusters = filter.clusters
     .split(',')
     .map((c) => c.trim())
     .filter((c) => c !== '');
-  const selected: StoredInstance[] = [];
+  const candidates: StoredInstance[] = [];
   for (const i of service.instances.values()) {
     if (clusters.length > 0 && !clusters.includes(i.clusterName)) continue;
-    if (filter.healthyOnly && !i.healthy) continue;
     if (filter.enabledOnly && !i.enabled) continue;
-    selected.push(i);
+    candidates.push(i);
   }
+  const visible = consumer ? selectProviders(service.selector, consumer.ip, candidates, consumer.labels) : candidates;
+  const selected = filter.healthyOnly ? visible.filter((i) => i.healthy) : visible;
   // One precomputed key per instance (ip, then port, then cluster): a single string comparison per
   // step of the sort instead of a chain of localeCompare calls.
   const keyed = selected.map((i) => ({ i, key: `${i.ip}\u0000${String(i.port).padStart(5, '0')}\u0000${i.clusterName}` }));
@@ -98,8 +120,9 @@ export function serviceInfoView(
   ref: { groupName: string; name: string },
   filter: HostFilter,
   timings: HostTimings & { cacheMillis: number },
+  consumer?: Consumer,
 ): ServiceInfoView {
-  const hosts = selectHosts(service, filter, timings);
+  const hosts = selectHosts(service, filter, timings, consumer);
   return {
     name: groupedName(ref.groupName, ref.name),
     groupName: ref.groupName,

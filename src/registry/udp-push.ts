@@ -1,6 +1,7 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { gzipSync } from 'node:zlib';
 import type { Logger } from 'pino';
+import type { LabelSource } from './label-selector.js';
 import type { NamingStore, ServiceChange } from './naming-store.js';
 import { GROUP_SEPARATOR } from './naming-store.js';
 import { serviceInfoView, type HostTimings } from './service-view.js';
@@ -12,8 +13,14 @@ export interface Subscriber {
   port: number;
   /** The `clusters` filter of the list request; the pushed ServiceInfo uses the same filter. */
   clusters: string;
-  /** The consumer's self-reported identity (`clientIP`), kept for selectors and diagnostics. */
+  /** The consumer's self-reported identity (`clientIP`, else the peer address), for diagnostics. */
   clientIP: string;
+  /**
+   * The consumer IP the service's selector is evaluated for: the list request's `clientIP`, undefined
+   * when it named none. Pushes carry the same selection the subscriber's own list got; the address is
+   * only ever a label lookup key, never a destination.
+   */
+  consumerIp: string | undefined;
   agent: string;
   lastRefresh: number;
   /** List requests seen from this subscriber (its first one included). */
@@ -55,7 +62,9 @@ interface PendingPush {
 /**
  * Sends `dom` packets to subscribers of a service whenever it changes, the way the official Nacos
  * SDKs expect (`{type:"dom", data:"<ServiceInfo JSON>", lastRefTime}`, answered by `push-ack`).
- * Changes are coalesced per service within one event-loop turn.
+ * Changes are coalesced per service within one event-loop turn. Each subscriber gets the hosts its own
+ * list would show: its cluster filter and the service's selector evaluated for its `consumerIp`, with
+ * labels from `labels` (as Nacos' UDP push executor selects per subscriber).
  */
 export class UdpPusher {
   private socket: Socket | undefined;
@@ -73,6 +82,7 @@ export class UdpPusher {
     private readonly timings: HostTimings & { cacheMillis: number },
     private readonly log: Logger,
     options: Partial<PushOptions> = {},
+    private readonly labels: LabelSource | undefined = undefined,
   ) {
     this.options = { ...DEFAULT_PUSH, ...options };
   }
@@ -151,6 +161,7 @@ export class UdpPusher {
         { groupName, name },
         { clusters: subscriber.clusters, healthyOnly: false, enabledOnly: true },
         this.timings,
+        { ip: subscriber.consumerIp, labels: this.labels },
       );
       this.send(subscriber, JSON.stringify(view));
     }

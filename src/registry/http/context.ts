@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { RegistryAuth, AuthResult } from '../auth.js';
+import type { LabelSource } from '../label-selector.js';
 import type { NamingStore } from '../naming-store.js';
 import type { HostTimings } from '../service-view.js';
 import type { UdpPusher } from '../udp-push.js';
@@ -13,6 +14,8 @@ export interface RegistryContext {
   auth: RegistryAuth;
   timings: HostTimings & { cacheMillis: number };
   log: Logger;
+  /** Labels of IPs for service selectors; undefined without a CMDB. */
+  cmdb: LabelSource | undefined;
 }
 
 export type RouteHandler = (params: Params, request: FastifyRequest, reply: FastifyReply) => unknown;

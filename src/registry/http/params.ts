@@ -1,10 +1,12 @@
 import type { FastifyRequest } from 'fastify';
+import { parseSelector, SelectorError, type ServiceSelector } from '../label-selector.js';
 import {
   DEFAULT_CLUSTER,
   DEFAULT_GROUP,
   GROUP_SEPARATOR,
   normalizeNamespace,
   type InstanceInput,
+  type ServiceSettings,
 } from '../naming-store.js';
 
 /** A request parameter that is missing or malformed; answered with 400 before anything changes. */
@@ -91,6 +93,34 @@ export class Params {
     return cluster;
   }
 
+  /**
+   * The fields of a service create or update (`protectThreshold`, `metadata`, `selector`), validated
+   * as a whole before anything changes. Nacos requires `protectThreshold` on update and defaults it to
+   * 0 on create; omitted metadata and selector mean none (an update replaces them, as in Nacos).
+   */
+  serviceSettings(thresholdRequired: boolean): ServiceSettings {
+    const thresholdText = thresholdRequired ? this.required('protectThreshold') : this.optional('protectThreshold');
+    const protectThreshold = thresholdText === undefined ? 0 : Number(thresholdText.trim());
+    if (!Number.isFinite(protectThreshold) || protectThreshold < 0 || protectThreshold > 1) {
+      throw new ParamError('invalid', 'protectThreshold', `Param 'protectThreshold' must be a number from 0 to 1, got: ${thresholdText}`);
+    }
+    return {
+      protectThreshold,
+      metadata: parseServiceMetadata(this.optional('metadata')),
+      selector: this.selector(),
+    };
+  }
+
+  /** The `selector` parameter (see {@link parseSelector}); a bad one is a 400 naming the bad clause. */
+  selector(): ServiceSelector {
+    try {
+      return parseSelector(this.optional('selector'));
+    } catch (err) {
+      if (err instanceof SelectorError) throw new ParamError('invalid', 'selector', err.message);
+      throw err;
+    }
+  }
+
   /** The instance fields of a register or update request, validated as a whole. */
   instance(): InstanceInput {
     const ip = this.required('ip').trim();
@@ -139,6 +169,28 @@ export function parseMetadata(text: string | undefined): Record<string, string> 
     throw new ParamError('invalid', 'metadata', `metadata format incorrect: ${truncate(text)}`);
   }
   return toStringRecord(parsed, 'metadata');
+}
+
+/**
+ * Service metadata as Nacos' `UtilsAndCommons.parseMetadata` reads it: a JSON object, or else the
+ * `k=v,k2=v2` form (every pair needs exactly one `=` and a non-empty key and value).
+ */
+export function parseServiceMetadata(text: string | undefined): Record<string, string> {
+  if (text === undefined) return {};
+  try {
+    return parseMetadata(text);
+  } catch (err) {
+    if (!(err instanceof ParamError)) throw err;
+  }
+  const out: Record<string, string> = {};
+  for (const pair of text.split(',')) {
+    const kv = pair.split('=');
+    if (kv.length !== 2 || kv[0] === '' || kv[1] === '') {
+      throw new ParamError('invalid', 'metadata', `metadata format incorrect:${truncate(text)}`);
+    }
+    out[kv[0] as string] = kv[1] as string;
+  }
+  return out;
 }
 
 export function toStringRecord(value: unknown, param: string): Record<string, string> {

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { NamingError, PUBLIC_NAMESPACE, groupedName } from '../naming-store.js';
+import { selectorView } from '../label-selector.js';
+import { NamingError, PUBLIC_NAMESPACE, groupedName, type StoredService } from '../naming-store.js';
 import { serviceInfoView } from '../service-view.js';
 import { checkAuth, peerAddress, type RegistryContext, type RouteHandler } from './context.js';
 import { ParamError, Params, splitServiceName, toStringRecord } from './params.js';
@@ -85,12 +86,15 @@ export function registerV1Routes(app: FastifyInstance, ctx: RegistryContext): vo
     const namespaceId = p.namespace();
     const clusters = p.optional('clusters') ?? '';
     const udpPort = p.int('udpPort', 0, 0, 65535);
+    // The selector's consumer is the self-reported clientIP: a label lookup key, never an address.
+    const consumerIp = p.optional('clientIP')?.trim();
     if (udpPort > 0) {
       ctx.pusher.subscribe(namespaceId, groupedName(groupName, name), {
         address: peerAddress(request),
         port: udpPort,
         clusters,
-        clientIP: p.optional('clientIP') ?? peerAddress(request),
+        clientIP: consumerIp ?? peerAddress(request),
+        consumerIp,
         agent: String(request.headers['user-agent'] ?? ''),
       });
     }
@@ -101,6 +105,7 @@ export function registerV1Routes(app: FastifyInstance, ctx: RegistryContext): vo
         { groupName, name },
         { clusters, healthyOnly: p.bool('healthyOnly', false), enabledOnly: true },
         ctx.timings,
+        { ip: consumerIp, labels: ctx.cmdb },
       ),
     );
   }));
@@ -132,6 +137,38 @@ export function registerV1Routes(app: FastifyInstance, ctx: RegistryContext): vo
     });
     ctx.log.info({ namespaceId, service: groupedName(groupName, name), ip, port }, 'instance re-created from beat');
     return answer(OK_BEAT);
+  }));
+
+  // Service create, update, detail and delete (Nacos 2.x `ServiceController`). `serviceName` may be
+  // `group@@name`; otherwise `groupName` (default DEFAULT_GROUP) applies, as Nacos' ServiceNameFilter does.
+  app.post('/nacos/v1/ns/service', route((p, _req, reply) => {
+    const { groupName, name } = p.service();
+    const settings = p.serviceSettings(false);
+    store.createService(p.namespace(), groupName, name, settings);
+    return text(reply, 'ok');
+  }));
+
+  app.put('/nacos/v1/ns/service', route((p, _req, reply) => {
+    const { groupName, name } = p.service();
+    const settings = p.serviceSettings(true);
+    store.updateService(p.namespace(), groupName, name, settings);
+    return text(reply, 'ok');
+  }));
+
+  app.get('/nacos/v1/ns/service', route((p, _req, reply) => {
+    const { groupName, name } = p.service();
+    const namespaceId = p.namespace();
+    const service = store.getService(namespaceId, groupName, name);
+    if (!service) {
+      throw new NamingError('service-not-found', `service not found, namespace: ${namespaceId}, serviceName: ${groupedName(groupName, name)}`);
+    }
+    return reply.send(serviceDetail(service));
+  }));
+
+  app.delete('/nacos/v1/ns/service', route((p, _req, reply) => {
+    const { groupName, name } = p.service();
+    store.deleteService(p.namespace(), groupName, name);
+    return text(reply, 'ok');
   }));
 
   app.get('/nacos/v1/ns/service/list', route((p, _req, reply) => {
@@ -195,6 +232,24 @@ export function registerV1Routes(app: FastifyInstance, ctx: RegistryContext): vo
   );
   app.post('/nacos/v1/auth/login', login);
   app.post('/nacos/v1/auth/users/login', login);
+}
+
+/**
+ * The detail document of `GET /nacos/v1/ns/service`, field for field what Nacos 2.x answers
+ * (`ServiceOperatorV2Impl.queryService`): clusters are the ones instances use; their health checker
+ * and metadata are those of a cluster nobody configured (null and empty), since the registry keeps none.
+ */
+function serviceDetail(service: StoredService): Record<string, unknown> {
+  const clusters = [...new Set([...service.instances.values()].map((i) => i.clusterName))].sort();
+  return {
+    namespaceId: service.namespaceId,
+    groupName: service.groupName,
+    name: service.name,
+    protectThreshold: service.protectThreshold,
+    metadata: { ...service.metadata },
+    selector: selectorView(service.selector),
+    clusters: clusters.map((c) => ({ name: c, healthChecker: null, metadata: {} })),
+  };
 }
 
 interface Beat {
