@@ -117,6 +117,17 @@ describe('FileCmdbProvider', () => {
     expect(await p.labelValue('11.11.11.11', 'ip', 'site')).toBe('x13');
   });
 
+  it('reloads when the stat poll is faster than the debounce', async () => {
+    // Same size, in place: only the stat poll may notice, and it must not keep postponing the reload.
+    const path = join(dir, 'cmdb.yaml');
+    await writeFile(path, NACOS_SCENARIO_YAML);
+    const p = new FileCmdbProvider({ path, pollMs: 10, debounceMs: 100 });
+    providers.push(p);
+    await p.start();
+    await writeFile(path, NACOS_SCENARIO_YAML.replace('44.44.44.44: {site: x12}', '44.44.44.44: {site: x11}'));
+    await waitUntil(async () => (await p.labelValue('44.44.44.44', 'ip', 'site')) === 'x11', { message: 'reload', timeoutMs: 3000 });
+  });
+
   it('refuses to start on an unusable file, naming the file and the field', async () => {
     const path = join(dir, 'bad.yaml');
     await writeFile(path, NACOS_SCENARIO_YAML.replace('55.55.55.55: {site: x13}', '55.55.55.55: {site: x99}'));

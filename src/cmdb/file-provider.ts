@@ -1,10 +1,14 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
-import { basename, dirname, extname, resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { parseDocument } from 'yaml';
 import { silentLogger } from '../log.js';
-import type { CmdbEntities, CmdbEntity, CmdbEvent, CmdbLabel, CmdbProblem, CmdbProvider } from './provider.js';
+import { CmdbFileError, parseCmdbFile, type CmdbFileContent } from './document.js';
+import { SnapshotCmdbProvider } from './snapshot-provider.js';
+
+// The document format lives in document.ts (the HTTP provider reads it too); re-exported here, where
+// it was first defined, so existing imports keep working.
+export { CmdbFileError, parseCmdbFile, type CmdbFileContent } from './document.js';
 
 /** Options of {@link FileCmdbProvider}. */
 export interface FileCmdbProviderOptions {
@@ -21,196 +25,9 @@ export interface FileCmdbProviderOptions {
   logger?: Logger;
 }
 
-/** A CMDB file that cannot be used; `path` is where in the document the problem is (empty for the whole file). */
-export class CmdbFileError extends Error {
-  constructor(
-    readonly file: string,
-    readonly path: string,
-    readonly problem: string,
-  ) {
-    super(path === '' ? `${file}: ${problem}` : `${file}: ${path}: ${problem}`);
-    this.name = 'CmdbFileError';
-  }
-}
-
-/** The validated content of a CMDB file. */
-export interface CmdbFileContent {
-  labels: Map<string, CmdbLabel>;
-  entities: CmdbEntities;
-}
-
-const TOP_LEVEL_KEYS = new Set(['labels', 'entities']);
-const LABEL_KEYS = new Set(['values', 'description']);
-
 /**
- * Parses and validates the text of a CMDB file; throws {@link CmdbFileError} naming `file` and the path
- * of the first bad field.
- *
- * Shape (YAML shown; JSON is the same tree):
- * ```yaml
- * labels:                # optional; every label an entity uses must be declared here
- *   site: [x11, x12]     # allowed values; null or [] allows any value
- *   rack:                # long form, with a description
- *     values: []
- *     description: Rack of the host
- * entities:              # optional; entity type -> entity name -> label -> value
- *   ip:
- *     11.11.11.11: {site: x11}
- * ```
- * Strict on purpose (a typo must not silently drop a label): unknown top-level keys, undeclared labels,
- * values outside the allowed ones, non-string values (quote numbers in YAML) and duplicate keys are
- * rejected.
- */
-export function parseCmdbFile(text: string, file: string, format?: 'yaml' | 'json'): CmdbFileContent {
-  const fmt = format ?? formatOf(file, text);
-  let raw: unknown;
-  if (fmt === 'json') {
-    try {
-      raw = JSON.parse(text);
-    } catch (error) {
-      throw new CmdbFileError(file, '', `invalid JSON: ${(error as Error).message}`);
-    }
-  } else {
-    const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
-    const first = doc.errors[0];
-    if (first !== undefined) throw new CmdbFileError(file, '', `invalid YAML: ${first.message}`);
-    raw = doc.toJS({ maxAliasCount: 100 });
-  }
-  return validate(raw, file);
-}
-
-function formatOf(file: string, text: string): 'yaml' | 'json' {
-  const ext = extname(file).toLowerCase();
-  if (ext === '.json') return 'json';
-  if (ext === '.yaml' || ext === '.yml') return 'yaml';
-  return text.trimStart().startsWith('{') ? 'json' : 'yaml';
-}
-
-function isMapping(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'a list';
-  return typeof value === 'object' ? 'a mapping' : `${typeof value} ${JSON.stringify(value)}`;
-}
-
-/** `labels.site`, or `entities.ip["11.11.11.11"]` for keys that are not plain identifiers. */
-function child(path: string, key: string): string {
-  const part = /^[A-Za-z_][\w-]*$/.test(key) ? key : JSON.stringify(key);
-  if (path === '') return part;
-  return part.startsWith('"') ? `${path}[${part}]` : `${path}.${part}`;
-}
-
-function validate(raw: unknown, file: string): CmdbFileContent {
-  const fail = (path: string, problem: string): never => {
-    throw new CmdbFileError(file, path, problem);
-  };
-  if (!isMapping(raw)) fail('', `the document must be a mapping with "labels" and "entities", got ${describe(raw)}`);
-  const top = raw as Record<string, unknown>;
-  for (const key of Object.keys(top)) {
-    if (!TOP_LEVEL_KEYS.has(key)) fail(child('', key), 'unknown top-level key (allowed: labels, entities)');
-  }
-
-  const labels = new Map<string, CmdbLabel>();
-  const rawLabels = top.labels ?? {};
-  if (!isMapping(rawLabels)) fail('labels', `must be a mapping of label name to allowed values, got ${describe(rawLabels)}`);
-  for (const [name, def] of Object.entries(rawLabels as Record<string, unknown>)) {
-    const at = child('labels', name);
-    if (name.trim() === '') fail(at, 'label names must not be blank');
-    let values: unknown = def;
-    let description: unknown;
-    if (isMapping(def)) {
-      for (const key of Object.keys(def)) {
-        if (!LABEL_KEYS.has(key)) fail(child(at, key), 'unknown key (allowed: values, description)');
-      }
-      values = def.values;
-      description = def.description;
-      if (description !== undefined && typeof description !== 'string') {
-        fail(child(at, 'description'), `must be a string, got ${describe(description)}`);
-      }
-    }
-    if (values === null || values === undefined) values = [];
-    if (!Array.isArray(values)) fail(isMapping(def) ? child(at, 'values') : at, `must be a list of allowed values or null, got ${describe(values)}`);
-    const allowed: string[] = [];
-    (values as unknown[]).forEach((value, i) => {
-      const vat = `${isMapping(def) ? child(at, 'values') : at}[${i}]`;
-      if (typeof value !== 'string') fail(vat, `allowed values must be strings (quote numbers in YAML), got ${describe(value)}`);
-      if (allowed.includes(value as string)) fail(vat, `duplicate allowed value ${JSON.stringify(value)}`);
-      allowed.push(value as string);
-    });
-    labels.set(name, description === undefined ? { name, values: allowed } : { name, values: allowed, description: description as string });
-  }
-
-  const entities: CmdbEntities = new Map();
-  const rawEntities = top.entities ?? {};
-  if (!isMapping(rawEntities)) fail('entities', `must be a mapping of entity type to entities, got ${describe(rawEntities)}`);
-  for (const [type, byName] of Object.entries(rawEntities as Record<string, unknown>)) {
-    const tat = child('entities', type);
-    if (type.trim() === '') fail(tat, 'entity types must not be blank');
-    if (byName === null) {
-      entities.set(type, new Map());
-      continue;
-    }
-    if (!isMapping(byName)) fail(tat, `must be a mapping of entity name to labels, got ${describe(byName)}`);
-    const named = new Map<string, CmdbEntity>();
-    for (const [name, rawEntityLabels] of Object.entries(byName as Record<string, unknown>)) {
-      const eat = child(tat, name);
-      if (name.trim() === '') fail(eat, 'entity names must not be blank');
-      const entityLabels: Record<string, string> = {};
-      const given = rawEntityLabels ?? {};
-      if (!isMapping(given)) fail(eat, `must be a mapping of label name to value, got ${describe(given)}`);
-      for (const [label, value] of Object.entries(given as Record<string, unknown>)) {
-        const lat = child(eat, label);
-        const def = labels.get(label);
-        if (def === undefined) fail(lat, `label ${JSON.stringify(label)} is not declared under "labels"`);
-        if (typeof value !== 'string') fail(lat, `label values must be strings (quote numbers in YAML), got ${describe(value)}`);
-        if (def!.values.length > 0 && !def!.values.includes(value as string)) {
-          fail(lat, `value ${JSON.stringify(value)} is not allowed for label ${JSON.stringify(label)} (allowed: ${def!.values.join(', ')})`);
-        }
-        entityLabels[label] = value as string;
-      }
-      named.set(name, { type, name, labels: entityLabels });
-    }
-    entities.set(type, named);
-  }
-  return { labels, entities };
-}
-
-function sameLabels(a: Record<string, string>, b: Record<string, string>): boolean {
-  const ka = Object.keys(a);
-  if (ka.length !== Object.keys(b).length) return false;
-  return ka.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
-}
-
-/** The events that turn `before` into `after`. */
-function diffEntities(before: CmdbEntities, after: CmdbEntities): CmdbEvent[] {
-  const events: CmdbEvent[] = [];
-  for (const [type, byName] of after) {
-    const old = before.get(type);
-    for (const [name, entity] of byName) {
-      const prev = old?.get(name);
-      if (prev === undefined || !sameLabels(prev.labels, entity.labels)) {
-        events.push({ entityName: name, entityType: type, type: 'ENTITY_ADD_OR_UPDATE' });
-      }
-    }
-  }
-  for (const [type, byName] of before) {
-    const now = after.get(type);
-    for (const name of byName.keys()) {
-      if (now?.has(name) !== true) events.push({ entityName: name, entityType: type, type: 'ENTITY_REMOVE' });
-    }
-  }
-  return events;
-}
-
-function copyEntity(entity: CmdbEntity): CmdbEntity {
-  return { type: entity.type, name: entity.name, labels: { ...entity.labels } };
-}
-
-/**
- * A {@link CmdbProvider} reading one YAML or JSON file (format: see {@link parseCmdbFile}).
+ * A {@link CmdbProvider} reading one YAML or JSON file (format: see {@link parseCmdbFile}); the
+ * snapshot, its events and {@link lastError} are {@link SnapshotCmdbProvider}'s.
  *
  * {@link start} loads the file (and throws if it cannot be used: there is no last good content yet),
  * then follows it: `fs.watch` on its directory (so replacing the file by rename, as editors and config
@@ -224,13 +41,10 @@ function copyEntity(entity: CmdbEntity): CmdbEntity {
  *
  * Answers are copies; callers may mutate them.
  */
-export class FileCmdbProvider implements CmdbProvider {
+export class FileCmdbProvider extends SnapshotCmdbProvider {
   readonly path: string;
   private readonly opts: FileCmdbProviderOptions;
   private readonly logger: Logger;
-  private content: CmdbFileContent = { labels: new Map(), entities: new Map() };
-  private history: Array<{ at: number; event: CmdbEvent }> = [];
-  private problem: CmdbProblem | undefined;
   private watcher: FSWatcher | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private debounceTimer: NodeJS.Timeout | undefined;
@@ -241,6 +55,7 @@ export class FileCmdbProvider implements CmdbProvider {
   private state: 'new' | 'started' | 'closed' = 'new';
 
   constructor(opts: FileCmdbProviderOptions) {
+    super(opts.eventRetentionMs === undefined ? {} : { eventRetentionMs: opts.eventRetentionMs });
     this.opts = opts;
     this.path = resolve(opts.path);
     this.logger = (opts.logger ?? silentLogger()).child({ component: 'cmdb-file', file: this.path });
@@ -292,50 +107,6 @@ export class FileCmdbProvider implements CmdbProvider {
     return this.loading;
   }
 
-  /** The problem with the file's current content, or undefined when it is in use. */
-  lastError(): CmdbProblem | undefined {
-    return this.problem === undefined ? undefined : { ...this.problem };
-  }
-
-  async labelNames(): Promise<string[]> {
-    return [...this.content.labels.keys()];
-  }
-
-  async entityTypes(): Promise<string[]> {
-    return [...this.content.entities.keys()];
-  }
-
-  async label(name: string): Promise<CmdbLabel | undefined> {
-    const def = this.content.labels.get(name);
-    return def === undefined ? undefined : { ...def, values: [...def.values] };
-  }
-
-  async labelValue(entityName: string, entityType: string, label: string): Promise<string | undefined> {
-    const entity = this.content.entities.get(entityType)?.get(entityName);
-    return entity !== undefined && Object.hasOwn(entity.labels, label) ? entity.labels[label] : undefined;
-  }
-
-  async labelValues(entityName: string, entityType: string): Promise<Record<string, string>> {
-    return { ...this.content.entities.get(entityType)?.get(entityName)?.labels };
-  }
-
-  async allEntities(): Promise<CmdbEntities> {
-    const out: CmdbEntities = new Map();
-    for (const [type, byName] of this.content.entities) {
-      out.set(type, new Map([...byName].map(([name, entity]) => [name, copyEntity(entity)])));
-    }
-    return out;
-  }
-
-  async entity(entityName: string, entityType: string): Promise<CmdbEntity | undefined> {
-    const entity = this.content.entities.get(entityType)?.get(entityName);
-    return entity === undefined ? undefined : copyEntity(entity);
-  }
-
-  async events(sinceMs: number): Promise<CmdbEvent[]> {
-    return this.history.filter((h) => h.at >= sinceMs).map((h) => ({ ...h.event }));
-  }
-
   /** One load attempt; returns the error if the file could not be used. */
   private async load(): Promise<CmdbFileError | undefined> {
     let text: string;
@@ -355,20 +126,14 @@ export class FileCmdbProvider implements CmdbProvider {
       return this.failed(error instanceof CmdbFileError ? error : new CmdbFileError(this.path, '', String(error)));
     }
     const first = this.state === 'new';
-    const events = first ? [] : diffEntities(this.content.entities, next.entities);
-    this.content = next;
-    if (this.problem !== undefined) this.logger.info('CMDB file usable again');
-    this.problem = undefined;
-    const at = Date.now();
-    const keepFrom = at - (this.opts.eventRetentionMs ?? 3_600_000);
-    this.history = this.history.filter((h) => h.at >= keepFrom);
-    for (const event of events) this.history.push({ at, event });
-    if (!first) this.logger.info({ events: events.length }, 'CMDB file reloaded');
+    const { events, recovered } = this.install(next, !first);
+    if (recovered) this.logger.info('CMDB file usable again');
+    if (!first) this.logger.info({ events }, 'CMDB file reloaded');
     return undefined;
   }
 
   private failed(error: CmdbFileError): CmdbFileError {
-    this.problem = { message: error.message, at: Date.now() };
+    this.setProblem(error.message);
     if (this.state !== 'new') this.logger.warn({ err: error }, 'CMDB file reload failed; keeping the last good content');
     return error;
   }
@@ -397,13 +162,18 @@ export class FileCmdbProvider implements CmdbProvider {
     } catch {
       signature = 'missing';
     }
-    if (signature !== this.signature) this.scheduleReload();
+    // A reload already pending reads the file as it is then; re-arming its debounce from here would
+    // postpone it forever whenever pollMs is shorter than debounceMs.
+    if (signature !== this.signature && this.debounceTimer === undefined) this.scheduleReload();
   }
 
   private scheduleReload(): void {
     if (this.state !== 'started') return;
     clearTimeout(this.debounceTimer);
-    this.debounceTimer = setTimeout(() => void this.reload(), this.opts.debounceMs ?? 100);
+    this.debounceTimer = setTimeout(() => {
+      this.debounceTimer = undefined;
+      void this.reload();
+    }, this.opts.debounceMs ?? 100);
     this.debounceTimer.unref();
   }
 }
