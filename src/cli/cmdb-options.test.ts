@@ -25,7 +25,7 @@ function parse(args: string[]): CmdbCliOptions {
   try {
     cmd.parse(args, { from: 'user' });
   } catch (error) {
-    if (error instanceof CommanderError) throw new Error(errors.join('') || error.message);
+    if (error instanceof CommanderError) throw new Error(errors.join('') || error.message, { cause: error });
     throw error;
   }
   return cmd.opts<CmdbCliOptions>();

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { Option, type Command } from 'commander';
-import { CmdbConfigError, parseCmdbUrl, readCmdbConfig, type CmdbCacheSettings, type CmdbConfig } from '../cmdb/index.js';
+import type { Logger } from 'pino';
+import { CmdbConfigError, parseCmdbUrl, readCmdbConfig, startCmdb, type CmdbCacheSettings, type CmdbConfig, type RunningCmdb } from '../cmdb/index.js';
 import { parseDuration } from './options.js';
 
 /** The CMDB options as commander hands them over (see {@link addCmdbOptions}). */
@@ -77,4 +78,13 @@ export function cmdbConfigFromCli(opts: CmdbCliOptions, cwd: string = process.cw
     case 'cmdbConfig':
       return { ...readCmdbConfig(resolve(cwd, value)), ...periods };
   }
+}
+
+/** Starts the CMDB the options ask for (see {@link cmdbConfigFromCli}), or answers undefined when none is configured. */
+export async function startCmdbFromCli(opts: CmdbCliOptions, logger: Logger): Promise<RunningCmdb | undefined> {
+  const config = cmdbConfigFromCli(opts);
+  if (config === undefined) return undefined;
+  const running = await startCmdb(config, logger);
+  logger.info({ cmdb: running.describe, ...running.cache.status() }, 'CMDB loaded');
+  return running;
 }

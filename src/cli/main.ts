@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { createLogger } from '../log.js';
-import { startRegistry } from '../registry/registry-server.js';
+import { startRegistry, type RunningRegistry } from '../registry/registry-server.js';
 import { applyDeclarations, readDeclarations } from './apply-command.js';
 import { runDemo, type DemoOptions } from './demo.js';
 import { DeploymentMismatchError } from '../coord/index.js';
 import { startNode } from '../node.js';
-import { parseListen, runUp, stopOnSignal, type ShardOptions, type UpOptions } from './up-command.js';
+import { parseListen, runUp, runWorker, stopOnSignal, type ShardOptions, type UpOptions } from './up-command.js';
+import { addCmdbOptions, startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { parsePort, parsePositiveInt } from './options.js';
 import { addRegistryOptions, closeOnSignal, registryOptionsFrom, type RegistryCliOptions } from './registry-command.js';
 
@@ -15,9 +16,9 @@ function version(): string {
   return pkg.version;
 }
 
-/** `--shards`, `--replicas`, `--worker-id`, `--lease-ttl-ms` of the commands that run a worker. */
+/** `--shards`, `--replicas`, `--worker-id`, `--lease-ttl-ms` and the CMDB options of the commands that run a worker. */
 function addShardOptions(command: Command): Command {
-  return command
+  return addCmdbOptions(command)
     .option('--shards <n>', 'shards of the deployment, fixed at its first start (default 8, or as stored)', parsePositiveInt)
     .option('--replicas <n>', 'workers serving each shard, fixed at first start (default 2, or as stored)', parsePositiveInt)
     .option('--worker-id <id>', 'this worker\'s id (default <hostname>-<pid>-<random>)')
@@ -31,14 +32,25 @@ export function buildProgram(): Command {
     .version(version())
     .showHelpAfterError();
 
-  addRegistryOptions(
-    program.command('registry').description('run the embedded Nacos-compatible registry (v1 and v3 naming API, UDP push)'),
-    8848,
-  ).action(async (opts: RegistryCliOptions) => {
+  addCmdbOptions(
+    addRegistryOptions(
+      program.command('registry').description('run the embedded Nacos-compatible registry (v1 and v3 naming API, UDP push, label selectors)'),
+      8848,
+    ),
+  ).action(async (opts: RegistryCliOptions & CmdbCliOptions) => {
     const logger = createLogger();
-    const registry = await startRegistry(registryOptionsFrom(opts, logger));
-    process.stdout.write(`regsync registry listening on ${registry.url}\n`);
-    closeOnSignal(registry, logger);
+    const cmdb = await startCmdbFromCli(opts, logger);
+    let registry: RunningRegistry;
+    try {
+      registry = await startRegistry({ ...registryOptionsFrom(opts, logger), ...(cmdb ? { cmdb: cmdb.cache } : {}) });
+    } catch (err) {
+      await cmdb?.close();
+      throw err;
+    }
+    process.stdout.write(`regsync registry listening on ${registry.url}${cmdb ? ` (CMDB: ${cmdb.describe})` : ''}\n`);
+    closeOnSignal(registry, logger, async () => {
+      await cmdb?.close();
+    });
   });
 
   addShardOptions(
@@ -62,9 +74,9 @@ export function buildProgram(): Command {
       .requiredOption('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL),
   ).action(async (opts: ShardOptions & { redis: string }) => {
     const logger = createLogger();
-    const node = await startNode({ redisUrl: opts.redis, roles: ['worker'], logger, shards: opts.shards, replicas: opts.replicas, workerId: opts.workerId, leaseTtlMs: opts.leaseTtlMs });
+    const { node, close } = await runWorker(opts, logger);
     process.stdout.write(`regsync worker ${node.id} running (${node.deployment.shards} shards, ${node.deployment.replicas} replicas)\n`);
-    stopOnSignal(() => node.close(), logger);
+    stopOnSignal(close, logger);
   });
 
   program

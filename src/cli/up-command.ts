@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
-import { startNode, type RegsyncNode } from '../node.js';
+import { startNode, type NodeOptions, type RegsyncNode } from '../node.js';
+import type { RunningCmdb } from '../cmdb/index.js';
+import { startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { startLocalRedis, type LocalRedis } from './local-redis.js';
 
 export interface UpOptions extends ShardOptions {
@@ -9,7 +11,7 @@ export interface UpOptions extends ShardOptions {
 }
 
 /** Options every worker-running command takes. */
-export interface ShardOptions {
+export interface ShardOptions extends CmdbCliOptions {
   shards?: number | undefined;
   replicas?: number | undefined;
   workerId?: string | undefined;
@@ -38,20 +40,15 @@ export interface UpHandle {
 export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> {
   const listen = parseListen(opts.listen);
   const redisUrl = opts.redis ?? (process.env.REGSYNC_REDIS_URL || undefined);
-  const localRedis = redisUrl ? undefined : await startLocalRedis(opts.dataDir, logger);
+  const cmdb = await startCmdbFromCli(opts, logger);
+  let localRedis: LocalRedis | undefined;
   let node: RegsyncNode;
   try {
-    node = await startNode({
-      redisUrl: redisUrl ?? (localRedis as LocalRedis).url,
-      listen,
-      logger,
-      shards: opts.shards,
-      replicas: opts.replicas,
-      workerId: opts.workerId,
-      leaseTtlMs: opts.leaseTtlMs,
-    });
+    localRedis = redisUrl ? undefined : await startLocalRedis(opts.dataDir, logger);
+    node = await startWorkerNode({ redisUrl: redisUrl ?? (localRedis as LocalRedis).url, listen }, opts, cmdb, logger);
   } catch (err) {
     await localRedis?.stop();
+    await cmdb?.close();
     throw err;
   }
   return {
@@ -59,9 +56,46 @@ export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> 
     localRedis,
     async close() {
       await node.close();
+      await cmdb?.close();
       await localRedis?.stop();
     },
   };
+}
+
+/** `regsync worker`: a sync worker without HTTP; closing it also closes its CMDB. */
+export async function runWorker(opts: ShardOptions & { redis: string }, logger: Logger): Promise<{ node: RegsyncNode; close(): Promise<void> }> {
+  const cmdb = await startCmdbFromCli(opts, logger);
+  let node: RegsyncNode;
+  try {
+    node = await startWorkerNode({ redisUrl: opts.redis, roles: ['worker'] }, opts, cmdb, logger);
+  } catch (err) {
+    await cmdb?.close();
+    throw err;
+  }
+  return {
+    node,
+    async close() {
+      await node.close();
+      await cmdb?.close();
+    },
+  };
+}
+
+function startWorkerNode(
+  base: Pick<NodeOptions, 'redisUrl' | 'listen' | 'roles'>,
+  opts: ShardOptions,
+  cmdb: RunningCmdb | undefined,
+  logger: Logger,
+): Promise<RegsyncNode> {
+  return startNode({
+    ...base,
+    logger,
+    shards: opts.shards,
+    replicas: opts.replicas,
+    workerId: opts.workerId,
+    leaseTtlMs: opts.leaseTtlMs,
+    cmdb: cmdb && { cache: cmdb.cache, describe: cmdb.describe },
+  });
 }
 
 /** Stops `handle` on SIGINT/SIGTERM (a second signal while stopping is ignored) and exits. */

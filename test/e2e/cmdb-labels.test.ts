@@ -1,4 +1,4 @@
-import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -119,7 +119,7 @@ describe('CMDB labels on copies', () => {
     expect(siteOf(b, 'orders', '22.22.22.22')).toBe('own');
   });
 
-  it('keeps the last good labels while the CMDB file is broken, shows the problem, and syncs on', async () => {
+  it('keeps the last good labels while the CMDB file is broken or missing, shows the problem, and syncs on', async () => {
     await replaceFile(cmdbFile, 'labels: [this is not: valid');
     await waitUntil(async () => (await api(url, 'GET', '/api/v1/cmdb')).body.items[0]?.ok === false, { message: 'CMDB problem in the API' });
     const view = (await api(url, 'GET', '/api/v1/cmdb')).body.items[0];
@@ -132,6 +132,13 @@ describe('CMDB labels on copies', () => {
     natives.push(await registerNative(() => a, 'orders', '33.33.33.33', 8080));
     await waitUntil(() => siteOf(b, 'orders', '33.33.33.33') === 'x11', { message: 'new copy labelled from the last good CMDB' });
     expect(siteOf(b, 'orders', '11.11.11.11')).toBe('x13');
+
+    // Gone altogether: the same.
+    await unlink(cmdbFile);
+    await waitUntil(async () => String((await api(url, 'GET', '/api/v1/cmdb')).body.items[0]?.lastError?.message).includes('file not found'), {
+      message: 'missing file reported',
+    });
+    expect(cache.labelsOf('33.33.33.33')).toEqual({ site: 'x11' });
 
     await replaceFile(cmdbFile, NACOS_SCENARIO_YAML);
     await waitUntil(async () => (await api(url, 'GET', '/api/v1/cmdb')).body.items[0]?.ok === true, { message: 'CMDB good again' });
