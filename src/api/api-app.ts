@@ -26,7 +26,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<FastifyInstance> {
   const app = fastify({
     bodyLimit: bodyLimitBytes,
     // Ids are at most 253 characters; longer path segments are answered 414 by the router.
-    maxParamLength: 256,
+    routerOptions: { maxParamLength: 256 },
     frameworkErrors: (error, request, reply) => sendApiError(error, request, reply, log, bodyLimitBytes),
     logController: new LogController({ disableRequestLogging: true }),
     loggerInstance: log as FastifyBaseLogger,

@@ -60,7 +60,7 @@ const clusterFields = {
 const endpointsNeededUnlessKubernetes = {
   if: { properties: { kind: { const: 'kubernetes' } } },
   then: {},
-  else: { properties: { endpoints: { minItems: 1 } } },
+  else: { properties: { endpoints: { type: 'array', minItems: 1 } } },
 } as const;
 
 /** `POST /api/v1/clusters`. */

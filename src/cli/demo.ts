@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { startCmdb, type RunningCmdb } from '../cmdb/index.js';
 import { createLogger } from '../log.js';
 import { MARK_ORIGIN, MARK_TASK } from '../model/types.js';
 import { startRegistry, type RunningRegistry } from '../registry/registry-server.js';
@@ -29,15 +30,25 @@ const APPS = [
 
 const quiet = { info() {}, warn() {}, error() {}, debug() {}, log() {} };
 
+/** Consumers whose view of `orders` the demo shows (CMDB entries only: nothing is sent to them). */
+const CONSUMERS = [
+  { ip: '10.0.1.200', site: 'sh' },
+  { ip: '10.0.2.200', site: 'bj' },
+] as const;
+
+const SITE_SELECTOR = JSON.stringify({ type: 'label', expression: 'CONSUMER.label.site = PROVIDER.label.site' });
+
 /**
  * `regsync demo`: two embedded registries, a local regsync with `tasks/demo.yaml`, a few instances
  * registered through the official Nacos SDK, and a short story of what moved where.
  */
 export async function runDemo(opts: DemoOptions): Promise<void> {
   const logger = createLogger(process.env.REGSYNC_LOG_LEVEL ? undefined : 'warn');
+  const cmdbFile = fileURLToPath(new URL('../../../tasks/demo-cmdb.yaml', import.meta.url));
+  const cmdb: RunningCmdb = await startCmdb({ provider: 'file', file: cmdbFile }, logger);
   const registries: Record<string, RunningRegistry> = {
-    shanghai: await startRegistry({ port: opts.shanghaiPort, logger }),
-    beijing: await startRegistry({ port: opts.beijingPort, logger }),
+    shanghai: await startRegistry({ port: opts.shanghaiPort, logger, cmdb: cmdb.cache }),
+    beijing: await startRegistry({ port: opts.beijingPort, logger, cmdb: cmdb.cache }),
   };
   const running: { up?: UpHandle } = {};
   const sdks: SdkClient[] = [];
@@ -45,10 +56,17 @@ export async function runDemo(opts: DemoOptions): Promise<void> {
     await Promise.all(sdks.map((c) => c.close()));
     await running.up?.close();
     await Promise.all(Object.values(registries).map((r) => r.close()));
+    await cmdb.close();
   };
   stopOnSignal(close, logger);
 
-  const up = await runUp({ listen: opts.listen, redis: opts.redis, dataDir: opts.dataDir }, logger);
+  // Same-site routing for `orders`: a label selector in both registries.
+  for (const registry of Object.values(registries)) {
+    const res = await fetch(`${registry.url}/nacos/v1/ns/service?${new URLSearchParams({ serviceName: 'orders', selector: SITE_SELECTOR })}`, { method: 'POST' });
+    if (!res.ok) throw new Error(`cannot set the selector of orders: ${await res.text()}`);
+  }
+
+  const up = await runUp({ listen: opts.listen, redis: opts.redis, dataDir: opts.dataDir, cmdb: cmdbFile }, logger);
   running.up = up;
   const api = up.node.url as string;
   const decl = readDeclarations(fileURLToPath(new URL('../../../tasks/demo.yaml', import.meta.url)));
@@ -72,12 +90,29 @@ export async function runDemo(opts: DemoOptions): Promise<void> {
   const listing = () =>
     Object.entries(registries).flatMap(([name, registry]) =>
       registry.store.listServices('public', 'DEFAULT_GROUP').flatMap((s) =>
-        [...s.instances.values()].map((i) => ({ registry: name, service: s.name, address: `${i.ip}:${i.port}`, origin: i.metadata[MARK_ORIGIN], task: i.metadata[MARK_TASK] })),
+        [...s.instances.values()].map((i) => ({
+          registry: name,
+          service: s.name,
+          address: `${i.ip}:${i.port}`,
+          origin: i.metadata[MARK_ORIGIN],
+          task: i.metadata[MARK_TASK],
+          labels: ['site', 'zone', 'region'].flatMap((k) => (i.metadata[k] === undefined ? [] : [`${k}=${i.metadata[k]}`])).join(' '),
+        })),
       ),
     );
   const expected = APPS.length * 2 - 1; // orders both ways, payments one way
   const deadline = Date.now() + 15_000;
   while (listing().length < expected && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+
+  // What a consumer in each site gets when it lists `orders` from each registry.
+  const routing: string[] = [];
+  for (const [name, registry] of Object.entries(registries)) {
+    for (const consumer of CONSUMERS) {
+      const res = await fetch(`${registry.url}/nacos/v1/ns/instance/list?${new URLSearchParams({ serviceName: 'orders', clientIP: consumer.ip })}`);
+      const hosts = ((await res.json()) as { hosts: Array<{ ip: string; port: number }> }).hosts.map((h) => `${h.ip}:${h.port}`).sort();
+      routing.push(`  ${name.padEnd(9)} consumer ${consumer.ip} (site ${consumer.site}) gets ${hosts.join(', ')}`);
+    }
+  }
 
   const lines = [
     'regsync demo',
@@ -88,11 +123,20 @@ export async function runDemo(opts: DemoOptions): Promise<void> {
     'Registered through the Nacos SDK: orders in both regions, payments in shanghai only. Now:',
     ...listing()
       .sort((a, b) => a.registry.localeCompare(b.registry) || a.service.localeCompare(b.service) || a.address.localeCompare(b.address))
-      .map((l) => `  ${l.registry.padEnd(9)} ${l.service.padEnd(9)} ${l.address.padEnd(16)} ${l.task ? `copy from ${l.origin} (task ${l.task})` : 'registered here'}`),
+      .map(
+        (l) =>
+          `  ${l.registry.padEnd(9)} ${l.service.padEnd(9)} ${l.address.padEnd(16)} ${(l.task ? `copy from ${l.origin} (task ${l.task})` : 'registered here').padEnd(44)} ${l.labels}`,
+      ),
+    '',
+    'Copies carry the labels of their address from the CMDB (tasks/demo-cmdb.yaml) and of their source',
+    'cluster. With the label selector CONSUMER.label.site = PROVIDER.label.site on orders, each',
+    'registry sends a consumer to the providers of its own site, copies included:',
+    ...routing,
     '',
     'Look around:',
     `  curl ${api}/api/v1/tasks`,
     `  curl ${api}/api/v1/tasks/orders-sh-to-bj`,
+    `  curl '${registries.beijing?.url}/nacos/v1/ns/instance/list?serviceName=orders&clientIP=10.0.1.200'   # a shanghai consumer in beijing`,
     `  curl '${registries.beijing?.url}/nacos/v1/ns/instance/list?serviceName=orders'`,
     `  curl -X POST '${registries.shanghai?.url}/nacos/v1/ns/instance?serviceName=orders&ip=10.0.1.12&port=8080'   # appears in beijing at once`,
     'Ctrl-C stops everything.',

@@ -80,6 +80,11 @@ describe('regsync demo', () => {
       expect(out).toMatch(/shanghai\s+orders\s+10\.0\.2\.21:8080\s+copy from beijing \(task orders-bj-to-sh\)/);
       expect(out).toMatch(/beijing\s+payments\s+10\.0\.1\.31:9090\s+copy from shanghai/);
       expect(out).toMatch(/shanghai\s+orders\s+10\.0\.1\.11:8080\s+registered here/);
+      // Copies carry CMDB and cluster labels, and the selector routes each consumer to its site.
+      expect(out).toMatch(/beijing\s+orders\s+10\.0\.1\.11:8080\s+copy from shanghai \(task orders-sh-to-bj\)\s+site=sh zone=sh-a region=cn-east/);
+      expect(out).toMatch(/beijing\s+consumer 10\.0\.1\.200 \(site sh\) gets 10\.0\.1\.11:8080\n/);
+      expect(out).toMatch(/beijing\s+consumer 10\.0\.2\.200 \(site bj\) gets 10\.0\.2\.21:8080\n/);
+      expect(out).not.toMatch(/warning|strict mode/i);
     } finally {
       expect(await demo.stop()).toBe(0);
     }
