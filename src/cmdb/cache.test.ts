@@ -1,8 +1,8 @@
-import { mkdtemp, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NACOS_SCENARIO_YAML } from '../../test/support/cmdb-fixtures.js';
+import { NACOS_SCENARIO_YAML, replaceFile } from '../../test/support/cmdb-fixtures.js';
 import { waitUntil } from '../../test/support/wait-until.js';
 import { CmdbCache, FileCmdbProvider, type CmdbEntities, type CmdbEntity, type CmdbEvent, type CmdbProvider, type CmdbCacheOptions } from './index.js';
 
@@ -77,12 +77,6 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
   await rm(dir, { recursive: true, force: true });
 });
-
-async function replaceFile(path: string, text: string): Promise<void> {
-  const aside = `${path}.tmp-${process.hrtime.bigint()}`;
-  await writeFile(aside, text);
-  await rename(aside, path);
-}
 
 async function fileProvider(text: string): Promise<FileCmdbProvider> {
   const path = join(dir, 'cmdb.yaml');

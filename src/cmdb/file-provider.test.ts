@@ -1,8 +1,8 @@
-import { mkdtemp, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NACOS_SCENARIO_YAML } from '../../test/support/cmdb-fixtures.js';
+import { NACOS_SCENARIO_YAML, replaceFile } from '../../test/support/cmdb-fixtures.js';
 import { waitUntil } from '../../test/support/wait-until.js';
 import { CmdbFileError, FileCmdbProvider, parseCmdbFile } from './index.js';
 
@@ -18,13 +18,6 @@ afterEach(async () => {
   for (const p of providers.splice(0)) await p.close();
   await rm(dir, { recursive: true, force: true });
 });
-
-/** Replaces the file the way config management does: write aside, then rename over it. */
-async function replaceFile(path: string, text: string): Promise<void> {
-  const aside = `${path}.tmp-${process.hrtime.bigint()}`;
-  await writeFile(aside, text);
-  await rename(aside, path);
-}
 
 async function open(name: string, text: string): Promise<FileCmdbProvider> {
   const path = join(dir, name);

@@ -50,8 +50,6 @@ export class FileCmdbProvider extends SnapshotCmdbProvider {
   private debounceTimer: NodeJS.Timeout | undefined;
   /** `mtime:size:ino` of the file at the last load attempt, `missing`, or undefined before the first. */
   private signature: string | undefined;
-  private loading: Promise<boolean> | undefined;
-  private loadAgain = false;
   private state: 'new' | 'started' | 'closed' = 'new';
 
   constructor(opts: FileCmdbProviderOptions) {
@@ -81,7 +79,7 @@ export class FileCmdbProvider extends SnapshotCmdbProvider {
     this.watcher = undefined;
     clearInterval(this.pollTimer);
     clearTimeout(this.debounceTimer);
-    await this.loading;
+    await this.loadsSettled();
   }
 
   /**
@@ -89,22 +87,7 @@ export class FileCmdbProvider extends SnapshotCmdbProvider {
    * false if it failed (see {@link lastError}).
    */
   async reload(): Promise<boolean> {
-    if (this.loading !== undefined) {
-      // The running loop loads once more, so this call sees the file as it is now.
-      this.loadAgain = true;
-      return this.loading;
-    }
-    this.loading = (async () => {
-      let ok: boolean;
-      do {
-        this.loadAgain = false;
-        ok = (await this.load()) === undefined;
-      } while (this.loadAgain && this.state !== 'closed');
-      return ok;
-    })().finally(() => {
-      this.loading = undefined;
-    });
-    return this.loading;
+    return this.coalescedLoad(async () => (await this.load()) === undefined, () => this.state === 'closed');
   }
 
   /** One load attempt; returns the error if the file could not be used. */

@@ -130,8 +130,6 @@ export class HttpCmdbProvider extends SnapshotCmdbProvider {
   private etag: string | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private inFlight: AbortController | undefined;
-  private loading: Promise<boolean> | undefined;
-  private loadAgain = false;
   private state: 'new' | 'started' | 'closed' = 'new';
 
   /** Validates the options; throws {@link CmdbConfigError}. Fetches nothing yet. */
@@ -182,7 +180,7 @@ export class HttpCmdbProvider extends SnapshotCmdbProvider {
     this.state = 'closed';
     clearTimeout(this.pollTimer);
     this.inFlight?.abort();
-    await this.loading;
+    await this.loadsSettled();
     await this.agent.close();
   }
 
@@ -191,21 +189,7 @@ export class HttpCmdbProvider extends SnapshotCmdbProvider {
    * current one (new, or confirmed by 304), false if the fetch failed (see {@link lastError}).
    */
   async reload(): Promise<boolean> {
-    if (this.loading !== undefined) {
-      this.loadAgain = true;
-      return this.loading;
-    }
-    this.loading = (async () => {
-      let ok: boolean;
-      do {
-        this.loadAgain = false;
-        ok = await this.fetchOnce();
-      } while (this.loadAgain && this.state !== 'closed');
-      return ok;
-    })().finally(() => {
-      this.loading = undefined;
-    });
-    return this.loading;
+    return this.coalescedLoad(() => this.fetchOnce(), () => this.state === 'closed');
   }
 
   private isClosed(): boolean {

@@ -65,9 +65,39 @@ export abstract class SnapshotCmdbProvider implements CmdbProvider {
   private history: Array<{ at: number; event: CmdbEvent }> = [];
   private problem: CmdbProblem | undefined;
   private readonly eventRetentionMs: number;
+  private loading: Promise<boolean> | undefined;
+  private loadAgain = false;
 
   protected constructor(opts: SnapshotCmdbProviderOptions = {}) {
     this.eventRetentionMs = opts.eventRetentionMs ?? 3_600_000;
+  }
+
+  /**
+   * Runs `attempt` (one fetch and install; true when the content in use is current) unless one is
+   * running; then that one runs once more when it ends, so every caller sees the source as it was
+   * when it asked, and attempts never overlap. Stops repeating once `closed()` says so.
+   */
+  protected coalescedLoad(attempt: () => Promise<boolean>, closed: () => boolean): Promise<boolean> {
+    if (this.loading !== undefined) {
+      this.loadAgain = true;
+      return this.loading;
+    }
+    this.loading = (async () => {
+      let ok: boolean;
+      do {
+        this.loadAgain = false;
+        ok = await attempt();
+      } while (this.loadAgain && !closed());
+      return ok;
+    })().finally(() => {
+      this.loading = undefined;
+    });
+    return this.loading;
+  }
+
+  /** Resolves once no load runs (for `close()`). */
+  protected async loadsSettled(): Promise<void> {
+    await this.loading;
   }
 
   /** The problem with the source's current content, or undefined when it is in use. */

@@ -1,10 +1,10 @@
-import { mkdtemp, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CmdbCache, FileCmdbProvider } from '../../src/cmdb/index.js';
 import type { RunningRegistry } from '../../src/registry/index.js';
-import { NACOS_SCENARIO_YAML } from '../support/cmdb-fixtures.js';
+import { NACOS_SCENARIO_YAML, replaceFile } from '../support/cmdb-fixtures.js';
 import {
   addRegistry,
   api,
@@ -18,13 +18,6 @@ import {
   type SyncFixture,
 } from '../support/sync-fixture.js';
 import { waitUntil } from '../support/wait-until.js';
-
-/** Replaces a file in one step, as editors and config management do. */
-async function replaceFile(path: string, text: string): Promise<void> {
-  const aside = `${path}.tmp-${process.hrtime.bigint()}`;
-  await writeFile(aside, text);
-  await rename(aside, path);
-}
 
 const siteOf = (registry: RunningRegistry, service: string, ip: string): string | undefined =>
   copiesIn(registry, service).find((i) => i.ip === ip)?.metadata.site;

@@ -1,10 +1,10 @@
-import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CmdbCache, FileCmdbProvider } from '../../src/cmdb/index.js';
 import type { RunningRegistry } from '../../src/registry/index.js';
-import { NACOS_SCENARIO_YAML } from '../support/cmdb-fixtures.js';
+import { NACOS_SCENARIO_YAML, replaceFile } from '../support/cmdb-fixtures.js';
 import { formOf } from '../support/http.js';
 import {
   addRegistry,
@@ -32,12 +32,6 @@ entities:
     44.44.44.44: {site: x12}
     55.55.55.55: {site: x13}
 `;
-
-async function replaceFile(path: string, text: string): Promise<void> {
-  const aside = `${path}.tmp-${process.hrtime.bigint()}`;
-  await writeFile(aside, text);
-  await rename(aside, path);
-}
 
 /** What a consumer at `clientIP` gets from a v1 instance list (the address is only a CMDB key). */
 async function seenFrom(registry: RunningRegistry, clientIP: string): Promise<string[]> {

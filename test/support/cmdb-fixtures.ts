@@ -1,3 +1,5 @@
+import { rename, writeFile } from 'node:fs/promises';
+
 /** The classic Nacos label-selector scenario as a CMDB file: providers 11/22, consumers 33/44/55. */
 export const NACOS_SCENARIO_YAML = `
 labels:
@@ -10,3 +12,10 @@ entities:
     44.44.44.44: {site: x12}
     55.55.55.55: {site: x13}
 `;
+
+/** Replaces a file in one step (write aside, rename), as editors and config management do. */
+export async function replaceFile(path: string, text: string): Promise<void> {
+  const aside = `${path}.tmp-${process.hrtime.bigint()}`;
+  await writeFile(aside, text);
+  await rename(aside, path);
+}
