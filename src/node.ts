@@ -152,9 +152,22 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     liveSets,
     cmdb: options.cmdb?.cache,
     sourceAddresses,
+    stillListed: (key) => engine.stillListed(key),
     ...(options.confirmEmptyMs !== undefined ? { confirmEmptyMs: options.confirmEmptyMs } : {}),
   });
-  const engine: SyncEngine = new SyncEngine({ store, adapters, queue: queues, heartbeats, reconciler, logger, shardOf: shardOfKey, leads, liveSets, sourceAddresses });
+  const engine: SyncEngine = new SyncEngine({
+    store,
+    adapters,
+    queue: queues,
+    heartbeats,
+    reconciler,
+    logger,
+    shardOf: shardOfKey,
+    leads,
+    liveSets,
+    sourceAddresses,
+    ...(options.confirmEmptyMs !== undefined ? { confirmMs: options.confirmEmptyMs } : {}),
+  });
   const bus = new ControlBus(storeRedis, prefix, logger.child({ component: 'control' }), options.workerId);
   const workers = new Map<number, ShardWorker>();
   const log = logger.child({ component: 'node', worker: bus.id });

@@ -16,6 +16,14 @@ export const API_ERRORS = {
   id_mismatch: { status: 400, meaning: 'The id in the body differs from the id in the path.' },
   unknown_cluster: { status: 400, meaning: 'A task names a source or destination cluster that does not exist.' },
   same_cluster: { status: 400, meaning: 'A task has the same cluster as source and destination.' },
+  invalid_batch: {
+    status: 400,
+    meaning: 'A batch request names tasks that cannot be created or do not exist; nothing was done. The message lists every problem by position.',
+  },
+  invalid_rules: {
+    status: 400,
+    meaning: "A task's scope or rules cannot work: a wildcard or filter where it means nothing, or mapping rules that would make two services one; the message says which.",
+  },
   not_found: { status: 404, meaning: 'No route matches the method and path.' },
   cluster_not_found: { status: 404, meaning: 'No cluster has this id.' },
   task_not_found: { status: 404, meaning: 'No task has this id.' },

@@ -31,6 +31,17 @@ export const PATTERN_HINTS: Readonly<Record<string, string>> = {
 const id = { type: 'string', pattern: ID_PATTERN } as const;
 const name = { type: 'string', minLength: 1, maxLength: 128, pattern: NAME_PATTERN } as const;
 
+/** Glob patterns (`*`, `?`, `[ab]`, `{a,b}`) of service names or metadata keys. */
+const globs = { type: 'array', maxItems: 256, items: { type: 'string', minLength: 1, maxLength: 255 } } as const;
+
+/** Names (namespaces, groups, services) mapped to other names. */
+const nameMap = {
+  type: 'object',
+  maxProperties: 10_000,
+  propertyNames: { minLength: 1, maxLength: 255, pattern: NAME_PATTERN },
+  additionalProperties: { type: 'string', minLength: 1, maxLength: 255, pattern: NAME_PATTERN },
+} as const;
+
 const clusterFields = {
   kind: { type: 'string', enum: [...CLUSTER_KINDS] },
   endpoints: {
@@ -104,9 +115,53 @@ export const createTaskBody = {
         fullSyncIntervalMs: { type: 'integer', minimum: 1000, maximum: 86_400_000 },
         labels: { type: 'array', maxItems: 64, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 63 } },
         labelsOverride: { type: 'boolean' },
+        include: globs,
+        exclude: globs,
+        mapping: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            namespaces: nameMap,
+            groups: nameMap,
+            rename: nameMap,
+            prefix: { type: 'string', maxLength: 128, pattern: '^\\S*$' },
+            suffix: { type: 'string', maxLength: 128, pattern: '^\\S*$' },
+            metadataAllow: globs,
+            metadataDeny: globs,
+          },
+        },
+        maxServices: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+        maxInstances: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+        massDeletionPercent: { type: 'integer', minimum: 1, maximum: 100 },
+        massDeletionMinCopies: { type: 'integer', minimum: 0, maximum: 1_000_000 },
+        massDeletionConfirm: { type: 'string', enum: ['read', 'operator'] },
       },
     },
   },
+} as const;
+
+/**
+ * `POST /api/v1/tasks:batch`: one action on many tasks; `create` takes task bodies, the others
+ * task ids.
+ */
+export const taskBatchBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['action', 'tasks'],
+  properties: {
+    action: { type: 'string', enum: ['create', 'pause', 'resume', 'delete'] },
+    tasks: { type: 'array', minItems: 1, maxItems: 1000 },
+  },
+  if: { properties: { action: { const: 'create' } } },
+  then: { properties: { tasks: { items: createTaskBody } } },
+  else: { properties: { tasks: { items: { type: 'string', minLength: 1, maxLength: 253 } } } },
+} as const;
+
+/** `POST /api/v1/tasks/:id/release`: which held services (names or `namespace/group/name`); absent: all. */
+export const releaseBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { services: { type: 'array', maxItems: 10_000, items: { type: 'string', minLength: 1, maxLength: 600 } } },
 } as const;
 
 /** Bodies of actions (`pause`, `resume`, `resync`): none, or an empty object. */
@@ -157,14 +212,8 @@ const taskViewProperties = {
   service: { type: 'string' },
   group: { type: 'string' },
   namespace: { type: 'string' },
-  options: {
-    type: 'object',
-    properties: {
-      fullSyncIntervalMs: { type: 'integer' },
-      labels: { type: 'array', items: { type: 'string' } },
-      labelsOverride: { type: 'boolean' },
-    },
-  },
+  /** Every option the task has, as stored (validated on the way in). */
+  options: { type: 'object', additionalProperties: true },
   state: { type: 'string', enum: ['running', 'paused', 'error'] },
   createdAt: { type: 'string' },
 } as const;
@@ -202,6 +251,16 @@ export const taskDetailView = {
               lastSyncAt: nullableString,
               lagMs: nullableNumber,
               lastError: nullableString,
+              destination: { type: 'string' },
+              held: {
+                type: ['object', 'null'],
+                properties: {
+                  removes: { type: 'integer' },
+                  copies: { type: 'integer' },
+                  since: { type: 'string' },
+                  confirm: { type: 'string' },
+                },
+              },
             },
           },
         },

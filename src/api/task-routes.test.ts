@@ -325,8 +325,8 @@ describe('GET /api/v1/tasks/:id', () => {
       status: {
         error: null,
         services: [
-          { service: 'dev/DEFAULT_GROUP/orders', sourceInstances: 3, destinationInstances: 0, lastSyncAt: null, lagMs: null, lastError: 'refused' },
-          { service: 'dev/DEFAULT_GROUP/users', sourceInstances: 3, destinationInstances: 3, lastSyncAt: '2024-01-01T00:00:01.000Z', lagMs: 40, lastError: null },
+          { service: 'dev/DEFAULT_GROUP/orders', sourceInstances: 3, destinationInstances: 0, lastSyncAt: null, lagMs: null, lastError: 'refused', held: null },
+          { service: 'dev/DEFAULT_GROUP/users', sourceInstances: 3, destinationInstances: 3, lastSyncAt: '2024-01-01T00:00:01.000Z', lagMs: 40, lastError: null, held: null },
         ],
       },
     });
@@ -448,5 +448,119 @@ describe('DELETE /api/v1/tasks/:id', () => {
   it('answers 404 task_not_found for an unknown id without asking the engine', async () => {
     expectError(await h.inject({ method: 'DELETE', url: '/api/v1/tasks/nope' }), 404, 'task_not_found');
     expect(h.control.calls).toEqual([]);
+  });
+});
+
+describe('task rules', () => {
+  it('accepts wildcard groups and namespaces, filters and mapping rules, and shows them', async () => {
+    const options = {
+      include: ['orders-*'],
+      exclude: ['*-canary'],
+      mapping: { namespaces: { dev: 'prod', prod: 'dev' }, groups: { A: 'B', B: 'A' }, prefix: 'bj-', metadataDeny: ['secret*'] },
+      maxServices: 100,
+      maxInstances: 50,
+      massDeletionPercent: 30,
+      massDeletionMinCopies: 2,
+      massDeletionConfirm: 'operator',
+    };
+    const id = await created({ id: 'all', source: 'a', destination: 'b', service: '*', group: '*', namespace: '*', options });
+    expect((await get(`/api/v1/tasks/${id}`)).json()).toMatchObject({ group: '*', namespace: '*', options });
+    expect(await h.store.getTask(id)).toMatchObject({ options });
+  });
+
+  it('answers 400 invalid_rules, storing nothing, for rules that would make two services one', async () => {
+    const before = await h.snapshot();
+    for (const [body, message] of [
+      [{ service: '*', options: { mapping: { rename: { a: 'x', b: 'x' } } } }, /rename maps both "a" and "b" to "x"/],
+      [{ service: '*', namespace: '*', options: { mapping: { namespaces: { dev: 'public' } } } }, /maps "dev" to "public", whose own services are synced as they are/],
+      [{ service: 'orders', group: '*' }, /group "\*" and namespace "\*" need service "\*"/],
+      [{ service: 'orders', options: { include: ['o*'] } }, /apply to service "\*" only/],
+    ] as const) {
+      const res = await post({ source: 'a', destination: 'b', ...body });
+      expectError(res, 400, 'invalid_rules', message);
+    }
+    expect(await h.snapshot()).toEqual(before);
+  });
+
+  it('answers 400 for malformed rules', async () => {
+    for (const [options, message] of [
+      [{ mapping: { rename: { a: '' } } }, /body\.options\.mapping\.rename\.a must NOT have fewer than 1 characters/],
+      [{ mapping: { other: 1 } }, /body\.options\.mapping\.other is not a known field/],
+      [{ massDeletionPercent: 0 }, /body\.options\.massDeletionPercent must be >= 1/],
+      [{ massDeletionConfirm: 'never' }, /body\.options\.massDeletionConfirm must be one of read, operator/],
+      [{ include: 'orders-*' }, /body\.options\.include must be array/],
+    ] as const) {
+      expectError(await post({ source: 'a', destination: 'b', service: '*', options }), 400, 'invalid_request', message);
+    }
+  });
+});
+
+describe('POST /api/v1/tasks:batch', () => {
+  const batch = (payload: unknown) => h.inject({ method: 'POST', url: '/api/v1/tasks:batch', payload: payload as object });
+
+  it('creates many tasks, then pauses, resumes and deletes them', async () => {
+    const tasks = ['orders', 'users', 'payments'].map((service) => ({ id: service, source: 'a', destination: 'b', service }));
+    let res = await batch({ action: 'create', tasks });
+    expect(res.statusCode, res.payload).toBe(200);
+    expect(res.json()).toEqual({ action: 'create', results: tasks.map((t) => ({ id: t.id, result: 'created' })) });
+    expect((await h.store.listTasks()).map((t) => [t.id, t.state])).toEqual([
+      ['orders', 'running'],
+      ['payments', 'running'],
+      ['users', 'running'],
+    ]);
+
+    res = await batch({ action: 'pause', tasks: ['orders', 'users'] });
+    expect(res.json()).toEqual({ action: 'pause', results: [{ id: 'orders', result: 'paused' }, { id: 'users', result: 'paused' }] });
+    expect((await h.store.getTask('users'))?.state).toBe('paused');
+    res = await batch({ action: 'resume', tasks: ['users'] });
+    expect((await h.store.getTask('users'))?.state).toBe('running');
+
+    res = await batch({ action: 'delete', tasks: ['orders', 'payments'] });
+    expect(res.json()).toEqual({ action: 'delete', results: [{ id: 'orders', result: 'deleted' }, { id: 'payments', result: 'deleted' }] });
+    expect((await h.store.listTasks()).map((t) => t.id)).toEqual(['users']);
+    expect(h.control.calls.filter((c) => c.method === 'removeTask').map((c) => c.id)).toEqual(['orders', 'payments']);
+  });
+
+  it('does nothing at all when any item is wrong, and says which', async () => {
+    await created({ id: 'taken', source: 'a', destination: 'b', service: 'orders' });
+    const before = await h.snapshot();
+    const res = await batch({
+      action: 'create',
+      tasks: [
+        { id: 'fine', source: 'a', destination: 'b', service: 'users' },
+        { id: 'nope', source: 'a', destination: 'zzz', service: 'x' },
+        { id: 'again', source: 'a', destination: 'b', service: 'users' },
+        { source: 'a', destination: 'b', service: 'orders' },
+      ],
+    });
+    expectError(res, 400, 'invalid_batch', /nothing created: tasks\[1\]: no cluster for destination zzz; tasks\[2\]: syncs the same service as tasks\[0\]; tasks\[3\]: task taken already syncs/);
+    expect(await h.snapshot()).toEqual(before);
+
+    expectError(await batch({ action: 'delete', tasks: ['taken', 'ghost', 'taken'] }), 400, 'invalid_batch', /nothing done: tasks\[1\]: no task ghost; named more than once: taken/);
+    expect(await h.snapshot()).toEqual(before);
+    expectError(await batch({ action: 'create', tasks: ['taken'] }), 400, 'invalid_request', /body\.tasks\[0\] must be object/);
+    expectError(await batch({ action: 'explode', tasks: ['taken'] }), 400, 'invalid_request', /body\.action/);
+  });
+});
+
+describe('POST /api/v1/tasks/:id/release', () => {
+  it('releases the held mass deletions of the task, or of the services named', async () => {
+    await created({ id: 't1', source: 'a', destination: 'b', service: '*' });
+    const held = { removes: 9, copies: 10, since: '2024-01-01T00:00:00.000Z', confirm: 'operator' as const };
+    await h.store.putServiceStatus('t1', status('orders', { held }));
+    await h.store.putServiceStatus('t1', status('users', { held }));
+    await h.store.putServiceStatus('t1', status('quiet'));
+    expect((await get('/api/v1/tasks/t1')).json()).toMatchObject({ status: { services: [{ service: 'dev/DEFAULT_GROUP/orders', held }, { held: null }, { held }] } });
+
+    let res = await h.inject({ method: 'POST', url: '/api/v1/tasks/t1/release', payload: { services: ['users'] } });
+    expect(res.statusCode, res.payload).toBe(202);
+    expect(res.json()).toEqual({ released: ['dev/DEFAULT_GROUP/users'] });
+    expect(await h.store.takeRelease('t1', { namespace: 'dev', group: 'DEFAULT_GROUP', name: 'users' })).toBe(true);
+    expect(await h.store.takeRelease('t1', { namespace: 'dev', group: 'DEFAULT_GROUP', name: 'orders' })).toBe(false);
+    expect(h.control.calls.filter((c) => c.method === 'resync').map((c) => c.id)).toEqual(['t1']);
+
+    res = await h.inject({ method: 'POST', url: '/api/v1/tasks/t1/release' });
+    expect(res.json()).toEqual({ released: ['dev/DEFAULT_GROUP/orders', 'dev/DEFAULT_GROUP/users'] });
+    expectError(await h.inject({ method: 'POST', url: '/api/v1/tasks/ghost/release' }), 404, 'task_not_found', /no task ghost/);
   });
 });

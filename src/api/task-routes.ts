@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { DEFAULT_GROUP, DEFAULT_NAMESPACE, type TaskOptions, type TaskSpec, type TaskState } from '../model/index.js';
+import { DEFAULT_GROUP, DEFAULT_NAMESPACE, serviceKeyString, type TaskOptions, type TaskSpec, type TaskState } from '../model/index.js';
+import { taskRuleProblem } from '../model/task-rules.js';
 import { StoreError } from '../store/index.js';
 import type { RouteContext } from './api-deps.js';
 import { ApiError } from './api-error.js';
@@ -10,6 +11,8 @@ import {
   emptyBody,
   listOf,
   lookupParams,
+  releaseBody,
+  taskBatchBody,
   taskDetailView as taskDetailSchema,
   taskView as taskViewSchema,
 } from './schemas.js';
@@ -24,6 +27,12 @@ interface TaskBody {
   group?: string;
   namespace?: string;
   options?: TaskOptions;
+}
+
+/** A batch body as the schema lets it through. */
+interface TaskBatch {
+  action: 'create' | 'pause' | 'resume' | 'delete';
+  tasks: TaskBody[] | string[];
 }
 
 interface IdParams {
@@ -73,7 +82,7 @@ export function registerTaskRoutes(app: FastifyInstance, ctx: RouteContext): voi
       }
       const owner = await store.findTaskBySelector(spec);
       if (owner !== undefined && owner.id !== id) throw selectorTaken(spec, owner.id);
-      if (selectorChanged(existing, spec)) {
+      if (copiesMove(existing, spec)) {
         // The task now copies something else: remove what it copied so far (the engine reads the
         // old spec from the store), as a delete would, then store the new spec.
         await removeCopies(ctx, existing);
@@ -139,6 +148,63 @@ export function registerTaskRoutes(app: FastifyInstance, ctx: RouteContext): voi
     },
   );
 
+  app.post<{ Params: IdParams; Body: { services?: string[] } }>(
+    '/api/v1/tasks/:id/release',
+    { schema: { params: lookupParams, body: releaseBody }, preValidation: emptyBodyByDefault },
+    async (request, reply) => {
+      const spec = await mustGetTask(ctx, request.params.id);
+      if (spec.state === 'paused') throw new ApiError('task_paused', `task ${spec.id} is paused; resume it to sync`);
+      const wanted = request.body.services;
+      const held = (await store.listServiceStatus(spec.id)).filter((s) => s.held);
+      const chosen = wanted === undefined ? held : held.filter((s) => wanted.some((w) => w === s.service.name || w === serviceKeyString(s.service)));
+      await store.releaseHeld(spec.id, chosen.map((s) => s.service));
+      if (chosen.length > 0) {
+        try {
+          await control.resync(spec.id);
+        } catch (err) {
+          log.warn({ err, taskId: spec.id }, 'resync after a release was not accepted');
+          throw new ApiError('resync_failed', `the engine did not accept the resync of task ${spec.id}: ${await reasonOf(ctx, spec, err)}`);
+        }
+      }
+      log.warn({ taskId: spec.id, released: chosen.map((s) => serviceKeyString(s.service)) }, 'held mass deletions released by an operator');
+      return reply.code(202).send({ released: chosen.map((s) => serviceKeyString(s.service)) });
+    },
+  );
+
+  // `::` is a literal colon for the router: the path is `/api/v1/tasks:batch`.
+  app.post<{ Body: TaskBatch }>('/api/v1/tasks::batch', { schema: { body: taskBatchBody } }, async (request) => {
+    const { action, tasks } = request.body;
+    if (action === 'create') {
+      const specs = await checkedBatch(ctx, tasks as TaskBody[]);
+      const results: Array<{ id: string; result: string }> = [];
+      for (const spec of specs) {
+        if ((await store.createTask(spec)) === 'exists') throw await taskExists(ctx, spec);
+        await taskChanged(spec.id);
+        results.push({ id: spec.id, result: 'created' });
+      }
+      return { action, results };
+    }
+    const ids = tasks as string[];
+    const found = await Promise.all(ids.map((id) => store.getTask(id)));
+    const problems = ids.flatMap((id, i) => (found[i] === undefined ? [`tasks[${i}]: no task ${id}`] : []));
+    const twice = ids.filter((id, i) => ids.indexOf(id) !== i);
+    if (twice.length > 0) problems.push(`named more than once: ${[...new Set(twice)].join(', ')}`);
+    if (problems.length > 0) throw new ApiError('invalid_batch', `nothing done: ${problems.join('; ')}`);
+    const results: Array<{ id: string; result: string }> = [];
+    for (const spec of found as TaskSpec[]) {
+      if (action === 'delete') {
+        await removeCopies(ctx, spec);
+        await store.deleteTask(spec.id);
+        results.push({ id: spec.id, result: 'deleted' });
+        continue;
+      }
+      await store.setTaskState(spec.id, action === 'pause' ? 'paused' : 'running');
+      await taskChanged(spec.id);
+      results.push({ id: spec.id, result: action === 'pause' ? 'paused' : 'resumed' });
+    }
+    return { action, results };
+  });
+
   app.delete<{ Params: IdParams }>(
     '/api/v1/tasks/:id',
     { schema: { params: lookupParams } },
@@ -157,7 +223,7 @@ export function registerTaskRoutes(app: FastifyInstance, ctx: RouteContext): voi
  * from the source cluster or `public`, id from the selector), both clusters checked. A replace
  * keeps the state and creation time of `existing`.
  */
-async function specOf(ctx: RouteContext, body: TaskBody, existing: TaskSpec | undefined): Promise<TaskSpec> {
+export async function specOf(ctx: RouteContext, body: TaskBody, existing: TaskSpec | undefined): Promise<TaskSpec> {
   if (body.source === body.destination) {
     throw new ApiError('same_cluster', `source and destination are both ${body.source}; a task copies between two clusters`);
   }
@@ -174,21 +240,65 @@ async function specOf(ctx: RouteContext, body: TaskBody, existing: TaskSpec | un
     group: body.group ?? DEFAULT_GROUP,
     service: body.service,
   };
-  return {
+  const spec: TaskSpec = {
     id: body.id ?? defaultTaskId(selector),
     ...selector,
     options: body.options ?? {},
     state: existing?.state ?? 'running',
     createdAt: existing?.createdAt ?? new Date().toISOString(),
   };
+  const problem = taskRuleProblem(spec);
+  if (problem !== undefined) throw new ApiError('invalid_rules', problem);
+  return spec;
 }
 
-function selectorChanged(a: TaskSpec, b: TaskSpec): boolean {
-  return a.source !== b.source || a.destination !== b.destination || a.namespace !== b.namespace || a.group !== b.group || a.service !== b.service;
+/**
+ * The specs of a batch of new tasks, each checked as a single create would be, and against the
+ * others of the batch; throws `invalid_batch` listing every problem by position when any has one.
+ */
+async function checkedBatch(ctx: RouteContext, bodies: readonly TaskBody[]): Promise<TaskSpec[]> {
+  const problems: string[] = [];
+  const specs: TaskSpec[] = [];
+  const ids = new Map<string, number>();
+  const selectors = new Map<string, number>();
+  for (const [i, body] of bodies.entries()) {
+    let spec: TaskSpec;
+    try {
+      spec = await specOf(ctx, body, undefined);
+    } catch (err) {
+      problems.push(`tasks[${i}]: ${err instanceof Error ? err.message : String(err)}`);
+      continue;
+    }
+    const selector = JSON.stringify([spec.source, spec.destination, spec.namespace, spec.group, spec.service]);
+    const sameId = ids.get(spec.id);
+    const sameSelector = selectors.get(selector);
+    if (sameId !== undefined) problems.push(`tasks[${i}]: id ${spec.id} is also tasks[${sameId}]'s`);
+    else if (sameSelector !== undefined) problems.push(`tasks[${i}]: syncs the same service as tasks[${sameSelector}]`);
+    else if ((await ctx.store.getTask(spec.id)) !== undefined || (await ctx.store.findTaskBySelector(spec)) !== undefined) {
+      problems.push(`tasks[${i}]: ${(await taskExists(ctx, spec)).message}`);
+    }
+    ids.set(spec.id, i);
+    selectors.set(selector, i);
+    specs.push(spec);
+  }
+  if (problems.length > 0) throw new ApiError('invalid_batch', `nothing created: ${problems.join('; ')}`);
+  return specs;
+}
+
+/** Whether the copies of `b` would live elsewhere than those of `a` (another selection, or other names). */
+function copiesMove(a: TaskSpec, b: TaskSpec): boolean {
+  return (
+    a.source !== b.source ||
+    a.destination !== b.destination ||
+    a.namespace !== b.namespace ||
+    a.group !== b.group ||
+    a.service !== b.service ||
+    JSON.stringify(a.options.mapping ?? null) !== JSON.stringify(b.options.mapping ?? null)
+  );
 }
 
 /** Asks the engine to remove every copy the stored task wrote; 502 `cleanup_failed` when it cannot. */
-async function removeCopies(ctx: RouteContext, spec: TaskSpec): Promise<void> {
+export async function removeCopies(ctx: RouteContext, spec: TaskSpec): Promise<void> {
   try {
     await ctx.control.removeTask(spec.id);
   } catch (err) {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { serviceKeyString, type ClusterSpec, type TaskSpec } from '../model/index.js';
+import { serviceKeyString, type ClusterSpec, type HeldDeletion, type TaskSpec } from '../model/index.js';
 import type { ServiceStatus } from '../store/index.js';
 
 /** A cluster as the API shows it: the password is never shown, only whether there is one. */
@@ -38,6 +38,10 @@ export interface ServiceStatusView {
   lastSyncAt: string | null;
   lagMs: number | null;
   lastError: string | null;
+  /** Where the copies go (`namespace/group/name`), when the task maps names. */
+  destination?: string;
+  /** A mass deletion held back until confirmed, or null. */
+  held: HeldDeletion | null;
 }
 
 /** A task with its status, as `GET /api/v1/tasks/:id` shows it. */
@@ -105,6 +109,8 @@ export function taskDetailView(
         lastSyncAt: s.lastSyncAt,
         lagMs: s.lagMs,
         lastError: s.lastError === null ? null : maskSecrets(s.lastError, secrets),
+        ...(s.destination ? { destination: serviceKeyString(s.destination) } : {}),
+        held: s.held ?? null,
       })),
     },
   };

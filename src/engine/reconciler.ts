@@ -1,12 +1,16 @@
 import type { Logger } from 'pino';
 import type { RegistryAdapter } from '../model/adapter.js';
 import {
+  DEFAULT_MASS_DELETION_MIN_COPIES,
+  DEFAULT_MASS_DELETION_PERCENT,
+  DEFAULT_MAX_INSTANCES,
   MARK_TASK,
   instanceId,
   instancesDigest,
   parseServiceSyncKey,
   serviceKeyString,
   type ClusterSpec,
+  type HeldDeletion,
   type Instance,
   type ServiceKey,
   type TaskSpec,
@@ -16,6 +20,7 @@ import type { HeartbeatScheduler } from './heartbeat-scheduler.js';
 import type { LiveSets } from './live-sets.js';
 import type { SourceAddresses } from './source-addresses.js';
 import { diff, transform } from './transform.js';
+import { mapService, metadataFilter } from '../model/task-rules.js';
 
 /** Status of one service sync, as the API shows it. */
 export interface ServiceSyncStatus {
@@ -27,7 +32,12 @@ export interface ServiceSyncStatus {
   lastError: string | null;
   /** Digest of the source instances the last reconcile read (see `instancesDigest`). */
   sourceDigest?: string | undefined;
+  /** Where the copies go, when the task maps names (see the task option `mapping`). */
+  destination?: ServiceKey | undefined;
+  /** A mass deletion the guard holds back (see the task option `massDeletionPercent`). */
+  held?: HeldDeletion | null | undefined;
 }
+
 
 /** The store operations the engine uses. */
 export interface EngineStore {
@@ -40,6 +50,8 @@ export interface EngineStore {
   getServiceStatus(taskId: string, service: ServiceKey): Promise<ServiceSyncStatus | undefined>;
   deleteServiceStatus(taskId: string, service: ServiceKey): Promise<void>;
   setTaskError(taskId: string, message: string | null): Promise<void>;
+  /** Takes (reads and clears) an operator's release of a held mass deletion. */
+  takeRelease(taskId: string, service: ServiceKey): Promise<boolean>;
 }
 
 /** What one reconcile did. */
@@ -74,6 +86,11 @@ export interface ReconcilerOptions {
   cmdb?: { labelsOf(ip: string): Readonly<Record<string, string>> } | undefined;
   /** Records which addresses each service sync read from its source (for CMDB changes). */
   sourceAddresses?: SourceAddresses | undefined;
+  /**
+   * Whether the service sync still belongs to its task (its service is still listed by a `*` task's
+   * source). One that no longer does is forgotten once its copies are gone. Default: always.
+   */
+  stillListed?: (key: string) => boolean;
 }
 
 /**
@@ -143,8 +160,9 @@ export class Reconciler {
   async removeCopies(task: TaskSpec, service: ServiceKey, key: string): Promise<number> {
     this.opts.heartbeats.clear(key);
     const destination = await this.opts.adapters.get(task.destination);
-    const owned = (await destination.listInstances(service)).filter((i) => i.metadata[MARK_TASK] === task.id);
-    if (owned.length > 0) await destination.apply(service, { upsert: [], remove: owned });
+    const target = mapService(service, task.options.mapping);
+    const owned = (await destination.listInstances(target)).filter((i) => i.metadata[MARK_TASK] === task.id);
+    if (owned.length > 0) await destination.apply(target, { upsert: [], remove: owned });
     return owned.length;
   }
 
@@ -170,6 +188,14 @@ export class Reconciler {
       throw err;
     }
 
+    const maxInstances = task.options.maxInstances ?? DEFAULT_MAX_INSTANCES;
+    if (sourceInstances.length > maxInstances) {
+      const reason = `source ${task.source} lists ${sourceInstances.length} instances, more than the task's maxInstances (${maxInstances}); the copies are left as they are`;
+      log.warn({ instances: sourceInstances.length, maxInstances }, 'service over the instance limit; not synced');
+      await this.recordError(taskId, service, reason);
+      return { kind: 'refused', reason };
+    }
+
     const known = this.knownSourceCounts.get(key) ?? 0;
     if (sourceInstances.length === 0 && known > 0) {
       const first = this.emptySince.get(key);
@@ -187,8 +213,9 @@ export class Reconciler {
     }
     this.emptySince.delete(key);
 
+    const target = mapService(service, task.options.mapping);
     try {
-      destinationInstances = await destination.listInstances(service);
+      destinationInstances = await destination.listInstances(target);
     } catch (err) {
       await this.recordError(taskId, service, `cannot read destination ${task.destination}: ${messageOf(err)}`);
       throw err;
@@ -209,12 +236,20 @@ export class Reconciler {
         names: task.options.labels,
         override: task.options.labelsOverride ?? false,
       },
+      metadataKeys: metadataFilter(task.options.mapping),
     });
     this.opts.sourceAddresses?.set(key, sourceInstances.map((i) => i.ip));
     const plan = diff(desired, destinationInstances, taskId);
+    const owned = destinationInstances.filter((i) => i.metadata[MARK_TASK] === taskId).length;
+    const guard = await this.massDeletionGuard(key, task, service, plan.remove.length, owned, log);
+    if (guard.kind === 'hold') {
+      // Nothing is removed; the rest of the plan (new and changed copies) still goes out.
+      plan.unchanged.push(...plan.remove);
+      plan.remove = [];
+    }
     if (plan.upsert.length > 0 || plan.remove.length > 0) {
       try {
-        await destination.apply(service, { upsert: plan.upsert, remove: plan.remove });
+        await destination.apply(target, { upsert: plan.upsert, remove: plan.remove });
       } catch (err) {
         await this.recordError(taskId, service, `cannot write destination ${task.destination}: ${messageOf(err)}`);
         // Refused for good (an object regsync does not own is in the way): the status says why, and
@@ -229,17 +264,28 @@ export class Reconciler {
     const leading = this.opts.leads?.(shard) ?? true;
     if (leading && destination.retain && plan.unchanged.length > 0) {
       try {
-        await destination.retain(service, plan.unchanged);
+        await destination.retain(target, plan.unchanged);
       } catch (err) {
         await this.recordError(taskId, service, `cannot write destination ${task.destination}: ${messageOf(err)}`);
         throw err;
       }
     }
-    if (leading && this.opts.activeTask(taskId) !== undefined) heartbeats.set(key, destination, service, live, plan.upsert);
+    if (leading && this.opts.activeTask(taskId) !== undefined) heartbeats.set(key, destination, target, live, plan.upsert);
     else heartbeats.clear(key);
     // A lost record is written again by the next reconcile (nothing marks it written meanwhile).
     await this.opts.liveSets?.put(key, shard, live, !leading).catch((err: unknown) => log.warn({ err }, 'cannot record the copies to beat'));
     this.knownSourceCounts.set(key, sourceInstances.length);
+
+    if (sourceInstances.length === 0 && live.length === 0 && this.opts.stillListed?.(key) === false) {
+      // The service left a `*` task's source and its copies are gone: forget the service sync.
+      heartbeats.clear(key);
+      await this.opts.liveSets?.remove(key, shard);
+      await store.deleteServiceStatus(taskId, service);
+      this.knownSourceCounts.delete(key);
+      this.opts.sourceAddresses?.delete(key);
+      log.info('service gone from the source; service sync forgotten');
+      return { kind: 'synced', upserts: plan.upsert.length, removes: plan.remove.length, conflicts: plan.conflicts.length };
+    }
 
     const issues = source.readIssues?.(service) ?? [];
     const conflictNote =
@@ -256,10 +302,57 @@ export class Reconciler {
       destinationInstances: live.length,
       lastSyncAt: new Date().toISOString(),
       lagMs: Math.max(0, Date.now() - since),
-      lastError: [conflictNote, ...issues.map((i) => `skipped in source ${task.source}: ${i}`)].filter((n) => n !== null).join('; ') || null,
+      lastError:
+        [guard.kind === 'hold' ? guard.note : null, conflictNote, ...issues.map((i) => `skipped in source ${task.source}: ${i}`)].filter((n) => n !== null).join('; ') ||
+        null,
       sourceDigest: instancesDigest(sourceInstances),
+      ...(task.options.mapping ? { destination: target } : {}),
+      held: guard.kind === 'hold' ? guard.held : null,
     });
     return { kind: 'synced', upserts: plan.upsert.length, removes: plan.remove.length, conflicts: plan.conflicts.length };
+  }
+
+  /**
+   * The mass-deletion guard: a plan removing more than `massDeletionPercent` of the task's copies of
+   * a service (which has more than `massDeletionMinCopies`) is held until confirmed, by a read at
+   * least the confirmation delay after it was first held that still plans it (`read`), or by an
+   * operator's release (always possible; the only way with `operator`). The time it was first held
+   * is kept in the status, so the confirming read may run in any process.
+   */
+  private async massDeletionGuard(
+    key: string,
+    task: TaskSpec,
+    service: ServiceKey,
+    removes: number,
+    owned: number,
+    log: Logger,
+  ): Promise<{ kind: 'apply' } | { kind: 'hold'; held: HeldDeletion; note: string }> {
+    const percent = task.options.massDeletionPercent ?? DEFAULT_MASS_DELETION_PERCENT;
+    const minCopies = task.options.massDeletionMinCopies ?? DEFAULT_MASS_DELETION_MIN_COPIES;
+    if (removes === 0 || percent >= 100 || owned <= minCopies || removes * 100 <= owned * percent) return { kind: 'apply' };
+    const { store } = this.opts;
+    const confirm = task.options.massDeletionConfirm ?? 'read';
+    if (await store.takeRelease(task.id, service)) {
+      log.warn({ removes, copies: owned }, 'mass deletion released by an operator; applying');
+      return { kind: 'apply' };
+    }
+    const previous = (await store.getServiceStatus(task.id, service).catch(() => undefined))?.held ?? undefined;
+    const since = previous?.since ?? new Date().toISOString();
+    if (confirm === 'read') {
+      const age = Date.now() - Date.parse(since);
+      if (previous !== undefined && age >= this.confirmEmptyMs) {
+        log.warn({ removes, copies: owned, heldMs: age }, 'mass deletion confirmed by a later read; applying');
+        return { kind: 'apply' };
+      }
+      await this.opts.requeue(key, Math.max(0, this.confirmEmptyMs - (previous === undefined ? 0 : age)) + 10);
+    }
+    const share = Math.round((removes * 100) / owned);
+    const note =
+      `holding a mass deletion: ${removes} of ${owned} copies (${share}%) would be removed; ` +
+      (confirm === 'read' ? `applied if a read ${this.confirmEmptyMs} ms later still plans it, or ` : '') +
+      `released by POST /api/v1/tasks/${task.id}/release`;
+    if (previous === undefined) log.warn({ removes, copies: owned, confirm }, 'holding a mass deletion');
+    return { kind: 'hold', held: { removes, copies: owned, since, confirm }, note };
   }
 
   private async recordError(taskId: string, service: ServiceKey, message: string): Promise<void> {

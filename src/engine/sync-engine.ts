@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import type { RegistryAdapter, Unsubscribe } from '../model/adapter.js';
 import {
   DEFAULT_FULL_SYNC_MS,
+  DEFAULT_MAX_SERVICES,
+  compareServiceKeys,
   instancesDigest,
   parseServiceSyncKey,
   serviceKeyString,
@@ -11,6 +13,7 @@ import {
   type TaskSpec,
 } from '../model/types.js';
 import type { ReconcileJobData } from '../queue/shard-queue.js';
+import { ANY, mapService, mappingClashes, serviceFilter } from '../model/task-rules.js';
 import type { AdapterPool } from './adapter-pool.js';
 import type { TaskControl } from './control.js';
 import type { HeartbeatScheduler } from './heartbeat-scheduler.js';
@@ -38,6 +41,10 @@ interface ActiveTask {
   timer: NodeJS.Timeout;
   /** For `*` tasks on registries that can tell: stops the watch of the service list. */
   unwatchServices?: Unsubscribe;
+  /** `*` tasks: service syncs whose service the source stopped listing, and since when (ms). */
+  missing: Map<string, number>;
+  /** What the last expansion could not do (services over the limit, clashing names); shown as the task's error. */
+  problem: string | null;
 }
 
 export interface SyncEngineOptions {
@@ -59,6 +66,11 @@ export interface SyncEngineOptions {
   liveSets?: LiveSets;
   /** Which addresses each service sync read from its source (the reconciler records them). */
   sourceAddresses?: SourceAddresses;
+  /**
+   * A service a `*` task's source stops listing is dropped only when a list this much later still
+   * misses it (a source glitch must not remove copies). Default 3000 ms.
+   */
+  confirmMs?: number;
 }
 
 /** Prefix of every service sync key of a task (see `serviceSyncKey`). */
@@ -124,7 +136,7 @@ export class SyncEngine implements TaskControl {
     if (!active || !this.leads(this.shardOf(key))) return;
     const destination = await this.opts.adapters.get(active.task.destination);
     if (this.active.get(taskId) !== active || !this.leads(this.shardOf(key))) return;
-    this.opts.heartbeats.set(key, destination, service, instances);
+    this.opts.heartbeats.set(key, destination, mapService(service, active.task.options.mapping), instances);
   }
 
   /** Another process removes the task: stop it here and let reconciles under way finish. */
@@ -144,6 +156,11 @@ export class SyncEngine implements TaskControl {
         this.opts.heartbeats.clear(key);
       }
     }
+  }
+
+  /** Whether service sync `key` belongs to its running task (false once a `*` task's source stopped listing its service). */
+  stillListed(key: string): boolean {
+    return this.active.get(parseServiceSyncKey(key).taskId)?.services.has(key) ?? false;
   }
 
   /** The task, when it runs here (the reconciler reads it from here rather than from the store). */
@@ -232,13 +249,15 @@ export class SyncEngine implements TaskControl {
       task,
       services: new Map(),
       timer: setInterval(() => void this.fullSync(active).catch((err: unknown) => this.log.warn({ err, task: task.id }, 'full sync failed')), interval),
+      missing: new Map(),
+      problem: null,
     };
     active.timer.unref();
     this.active.set(task.id, active);
     let added: string[] = [];
     try {
       added = await this.expand(active);
-      await this.opts.store.setTaskError(task.id, null);
+      await this.opts.store.setTaskError(task.id, active.problem);
     } catch (err) {
       const message = `cannot start: ${err instanceof Error ? err.message : String(err)}`;
       this.log.warn({ err, task: task.id }, 'task cannot start yet; retrying at the next full sync');
@@ -280,36 +299,93 @@ export class SyncEngine implements TaskControl {
   }
 
   /**
-   * Makes the known services match the task (one service, or every service for `*`) and watches
-   * those in led shards; answers the keys that started being watched.
+   * Makes the known services match the task (one service, or every service for `*` that its
+   * include and exclude patterns let through, in every group and namespace for `*` there) and
+   * watches those in led shards; answers the keys that started being watched. Services beyond
+   * `maxServices`, and services whose mapped name another one already takes, are left out and named
+   * in {@link ActiveTask.problem}. A service the source stopped listing is dropped once a list
+   * `confirmMs` later still misses it; its last reconcile removes its copies.
    */
   private async expand(active: ActiveTask): Promise<string[]> {
     const { task } = active;
     const source = await this.opts.adapters.get(task.source);
     const scope = { namespace: task.namespace, group: task.group };
-    const services: ServiceKey[] = task.service === '*' ? await source.listServices(scope) : [{ ...scope, name: task.service }];
+    const wildcard = task.service === ANY;
+    const keep = serviceFilter(task.options);
+    const listed = wildcard ? (await source.listServices(scope)).filter((s) => keep(s.name)).sort(compareServiceKeys) : [{ ...scope, name: task.service }];
     if (this.active.get(task.id) !== active) return [];
-    if (task.service === '*' && !active.unwatchServices && source.watchServices) {
+    if (wildcard && !active.unwatchServices && source.watchServices) {
       // Services appearing in the source are picked up at once, not at the next full sync.
-      active.unwatchServices = source.watchServices(scope, () => {
-        void this.expand(active)
-          .then((added) => this.startSyncs(added))
-          .catch((err: unknown) => this.log.warn({ err, task: task.id }, 'service list refresh failed'));
-      });
+      active.unwatchServices = source.watchServices(scope, () => this.refreshServices(active));
     }
+    const problems: string[] = [];
+    const clashing = new Set<string>();
+    for (const [target, sources] of mappingClashes(listed, task.options.mapping)) {
+      for (const s of sources.slice(1)) clashing.add(serviceKeyString(s));
+      problems.push(`${sources.map(serviceKeyString).join(' and ')} would all be copied to ${target}; only the first is synced`);
+    }
+    const maxServices = task.options.maxServices ?? DEFAULT_MAX_SERVICES;
+    let over = 0;
     const added: string[] = [];
-    for (const service of services) {
+    const present = new Set<string>();
+    for (const service of listed) {
       const key = serviceSyncKey({ taskId: task.id, service });
+      if (clashing.has(serviceKeyString(service))) continue;
+      present.add(key);
       let sync = active.services.get(key);
       if (!sync) {
+        if (active.services.size >= maxServices) {
+          over += 1;
+          continue;
+        }
         sync = { service, shard: this.shardOf(key), unwatch: undefined };
         active.services.set(key, sync);
       }
+      active.missing.delete(key);
       if (sync.unwatch || !this.leads(sync.shard)) continue;
       this.watchService(source, active, key, sync);
       added.push(key);
     }
+    if (over > 0) problems.push(`${over} service(s) not synced: the task is at its maxServices (${maxServices})`);
+    active.problem = problems.length > 0 ? problems.join('; ') : null;
+    if (wildcard) this.dropMissing(active, present);
     return added;
+  }
+
+  /** Forgets the service syncs whose service has been missing from the source's list for `confirmMs`; their reconcile removes the copies. */
+  private dropMissing(active: ActiveTask, present: ReadonlySet<string>): void {
+    const now = Date.now();
+    const confirmMs = this.opts.confirmMs ?? 3000;
+    const gone: string[] = [];
+    let recheck = false;
+    for (const [key, sync] of active.services) {
+      if (present.has(key)) continue;
+      const since = active.missing.get(key);
+      if (since === undefined) active.missing.set(key, now);
+      if (since === undefined || now - since < confirmMs) {
+        recheck = true;
+        continue;
+      }
+      sync.unwatch?.();
+      active.services.delete(key);
+      active.missing.delete(key);
+      if (this.leads(sync.shard)) gone.push(key);
+    }
+    if (recheck) setTimeout(() => this.refreshServices(active), confirmMs).unref();
+    if (gone.length === 0) return;
+    this.log.info({ task: active.task.id, services: gone.length }, 'services gone from the source; removing their copies');
+    void this.enqueueAll(gone, 'change').catch((err: unknown) => this.log.warn({ err, task: active.task.id }, 'cannot queue the removal of copies; the next full sync does it'));
+  }
+
+  /** Lists a `*` task's services again (the source's list changed, or a missing service is due for a recheck). */
+  private refreshServices(active: ActiveTask): void {
+    if (this.active.get(active.task.id) !== active) return;
+    void this.expand(active)
+      .then(async (added) => {
+        await this.opts.store.setTaskError(active.task.id, active.problem);
+        await this.startSyncs(added);
+      })
+      .catch((err: unknown) => this.log.warn({ err, task: active.task.id }, 'service list refresh failed'));
   }
 
   private async fullSync(active: ActiveTask): Promise<void> {
@@ -317,7 +393,7 @@ export class SyncEngine implements TaskControl {
     let added: string[] = [];
     try {
       added = await this.expand(active);
-      await this.opts.store.setTaskError(active.task.id, null);
+      await this.opts.store.setTaskError(active.task.id, active.problem);
     } catch (err) {
       await this.opts.store.setTaskError(active.task.id, `cannot list services: ${err instanceof Error ? err.message : String(err)}`);
     }

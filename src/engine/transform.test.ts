@@ -157,3 +157,15 @@ describe('label stamping', () => {
     expect(plan.upsert.map((i) => i.metadata.site)).toEqual(['x13']);
   });
 });
+
+describe('metadata filter', () => {
+  it('keeps only the keys the filter lets through, labels included, marks always', () => {
+    const source = inst('11.11.11.11', { metadata: { app: 'orders', secret: 's', 'regsync.origin': 'x', 'regsync.path': 'x' } });
+    const { desired } = transform([source], {
+      ...ctx,
+      labels: { cluster: { region: 'east', zone: 'z' }, override: false },
+      metadataKeys: (key) => key !== 'secret' && key !== 'zone',
+    });
+    expect(desired[0]?.metadata).toEqual({ app: 'orders', region: 'east', 'regsync.origin': 'x', 'regsync.path': 'x,a', 'regsync.task': 't1' });
+  });
+});

@@ -19,6 +19,8 @@ export interface TransformContext {
   destinationAliases?: readonly string[];
   /** Labels stamped on every copy; none when absent. */
   labels?: LabelStamp | undefined;
+  /** Which metadata keys copies carry (labels included; marks always); all when absent. */
+  metadataKeys?: ((key: string) => boolean) | undefined;
 }
 
 /**
@@ -95,7 +97,7 @@ export function transform(source: readonly Instance[], ctx: TransformContext): T
       ...instance,
       healthy: true,
       metadata: {
-        ...(ctx.labels ? stampLabels(instance, ctx.labels) : md),
+        ...keepKeys(ctx.labels ? stampLabels(instance, ctx.labels) : md, ctx.metadataKeys),
         [MARK_ORIGIN]: origin,
         [MARK_PATH]: nextPath.join(','),
         [MARK_TASK]: ctx.taskId,
@@ -107,6 +109,13 @@ export function transform(source: readonly Instance[], ctx: TransformContext): T
 }
 
 const MARKS = new Set([MARK_ORIGIN, MARK_PATH, MARK_TASK]);
+
+function keepKeys(md: Record<string, string>, keep: ((key: string) => boolean) | undefined): Record<string, string> {
+  if (keep === undefined) return md;
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(md)) if (keep(key)) out[key] = value;
+  return out;
+}
 
 /** The instance's metadata with the labels of `stamp` added (see {@link LabelStamp} for precedence). */
 export function stampLabels(instance: Instance, stamp: LabelStamp): Record<string, string> {

@@ -38,7 +38,62 @@ export interface TaskOptions {
    * false: the source's own value wins, and the CMDB only fills in what is missing).
    */
   labelsOverride?: boolean | undefined;
+  /** For `*` tasks: service names to sync (globs, e.g. `orders-*`); absent: every service. */
+  include?: string[] | undefined;
+  /** For `*` tasks: service names never synced (globs); absent: `consumers:*` (Dubbo's consumer entries). */
+  exclude?: string[] | undefined;
+  /** Where copies go and what they carry, when not the same service with the same metadata. */
+  mapping?: ServiceMapping | undefined;
+  /** Most service syncs one task may have (default {@link DEFAULT_MAX_SERVICES}); the rest are not synced and the task says so. */
+  maxServices?: number | undefined;
+  /** Most instances one service may have to be synced (default {@link DEFAULT_MAX_INSTANCES}); a larger one is left as it is and its status says so. */
+  maxInstances?: number | undefined;
+  /**
+   * Mass-deletion guard: a reconcile that would remove more than this share (percent) of a
+   * service's copies waits for a confirming read (default 50; 100 turns the guard off).
+   */
+  massDeletionPercent?: number | undefined;
+  /** The guard applies to services with more than this many copies (default 4). */
+  massDeletionMinCopies?: number | undefined;
+  /**
+   * What confirms a held mass deletion: `read` (default), a read `confirm` later that still sees
+   * the drop, or `operator`, only `POST /api/v1/tasks/:id/release`.
+   */
+  massDeletionConfirm?: 'read' | 'operator' | undefined;
 }
+
+/** How a task names the copies of a source service, and which metadata they carry. */
+export interface ServiceMapping {
+  /** Source namespace -> destination namespace. */
+  namespaces?: Record<string, string> | undefined;
+  /** Source group -> destination group. */
+  groups?: Record<string, string> | undefined;
+  /** Source service name -> destination name (exact; prefix and suffix do not apply to these). */
+  rename?: Record<string, string> | undefined;
+  prefix?: string | undefined;
+  suffix?: string | undefined;
+  /** Metadata keys copied (globs); absent: all. regsync's marks are always written. */
+  metadataAllow?: string[] | undefined;
+  /** Metadata keys never copied (globs); applied after `metadataAllow`. */
+  metadataDeny?: string[] | undefined;
+}
+
+/** A mass deletion waiting for confirmation. */
+export interface HeldDeletion {
+  /** Copies the reconcile would remove, and how many the task has in the service. */
+  removes: number;
+  copies: number;
+  /** When it was first held (ISO time). */
+  since: string;
+  /** What releases it: a read `confirmMs` after `since` that agrees, or only an operator. */
+  confirm: 'read' | 'operator';
+}
+
+export const DEFAULT_MAX_SERVICES = 50_000;
+export const DEFAULT_MAX_INSTANCES = 10_000;
+export const DEFAULT_EXCLUDE = ['consumers:*'] as const;
+export const DEFAULT_MASS_DELETION_PERCENT = 50;
+export const DEFAULT_MASS_DELETION_MIN_COPIES = 4;
 
 export const DEFAULT_FULL_SYNC_MS = 30_000;
 
@@ -99,6 +154,12 @@ export function instanceId(i: Pick<Instance, 'ip' | 'port' | 'cluster'>): string
 
 export function serviceKeyString(s: ServiceKey): string {
   return `${s.namespace}/${s.group}/${s.name}`;
+}
+
+/** Orders service keys by namespace, group, then name (code-unit order, the same everywhere). */
+export function compareServiceKeys(a: ServiceKey, b: ServiceKey): number {
+  const order = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
+  return order(a.namespace, b.namespace) || order(a.group, b.group) || order(a.name, b.name);
 }
 
 /** The unit of work: one service of one task. */

@@ -77,7 +77,9 @@ export function isServiceStatus(v: unknown): v is ServiceStatus {
     isNullableString(v.lastSyncAt) &&
     isNullableNumber(v.lagMs) &&
     isNullableString(v.lastError) &&
-    (v.sourceDigest === undefined || typeof v.sourceDigest === 'string')
+    (v.sourceDigest === undefined || typeof v.sourceDigest === 'string') &&
+    (v.destination === undefined || (isObject(v.destination) && typeof v.destination.name === 'string')) &&
+    (v.held === undefined || v.held === null || (isObject(v.held) && typeof v.held.removes === 'number' && typeof v.held.since === 'string'))
   );
 }
 

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { ClusterSpec, ServiceKey, TaskOptions, TaskSpec, TaskState } from '../model/index.js';
+import { compareServiceKeys, type ClusterSpec, type ServiceKey, type TaskOptions, type TaskSpec, type TaskState } from '../model/index.js';
 import { compareStrings, isClusterSpec, isServiceStatus, isTaskSpec, parseRecord } from './records.js';
 import { DELETE_TASK, PUT_STATUS_IF_TASK, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
 import type { ServiceStatus } from './service-status.js';
@@ -246,6 +246,22 @@ export class RegsyncStore {
   }
 
   /**
+   * Lets the next reconcile of each of `services` apply the mass deletion the guard holds (see the
+   * task option `massDeletionPercent`); a release not taken within an hour lapses.
+   */
+  async releaseHeld(taskId: string, services: readonly ServiceKey[]): Promise<void> {
+    if (services.length === 0) return;
+    const pipeline = this.redis.pipeline();
+    for (const service of services) pipeline.set(this.releaseKey(taskId, service), '1', 'EX', 3600);
+    await pipeline.exec();
+  }
+
+  /** Takes (reads and clears) a release of `service`'s held mass deletion; true when there was one. */
+  async takeRelease(taskId: string, service: ServiceKey): Promise<boolean> {
+    return (await this.redis.getdel(this.releaseKey(taskId, service))) !== null;
+  }
+
+  /**
    * Sets the task-level error (one that stops the whole task, such as an unreachable source), or
    * clears it with null. Writes nothing when the task does not exist (as {@link putServiceStatus}).
    */
@@ -325,6 +341,10 @@ export class RegsyncStore {
     return `${this.prefix}:task-status:${taskId}`;
   }
 
+  private releaseKey(taskId: string, service: ServiceKey): string {
+    return `${this.prefix}:release:${taskId}:${statusField(service)}`;
+  }
+
   private errorKey(taskId: string): string {
     return `${this.prefix}:task-error:${taskId}`;
   }
@@ -367,14 +387,30 @@ function storedTask(spec: TaskSpec): TaskSpec {
   };
 }
 
-/** The known task options only, without undefined fields. */
+/** The known task options only, without undefined fields (a deep copy). */
 function storedTaskOptions(options: TaskOptions): TaskOptions {
-  const stored: TaskOptions = {};
-  if (options.fullSyncIntervalMs !== undefined) stored.fullSyncIntervalMs = options.fullSyncIntervalMs;
-  if (options.labels !== undefined) stored.labels = [...options.labels];
-  if (options.labelsOverride !== undefined) stored.labelsOverride = options.labelsOverride;
-  return stored;
+  const stored: Record<string, unknown> = {};
+  for (const key of TASK_OPTION_KEYS) {
+    const value = options[key];
+    if (value !== undefined) stored[key] = structuredClone(value);
+  }
+  return stored as TaskOptions;
 }
+
+/** Every field of {@link TaskOptions}; the compiler checks that none is missing. */
+const TASK_OPTION_KEYS = Object.keys({
+  fullSyncIntervalMs: true,
+  labels: true,
+  labelsOverride: true,
+  include: true,
+  exclude: true,
+  mapping: true,
+  maxServices: true,
+  maxInstances: true,
+  massDeletionPercent: true,
+  massDeletionMinCopies: true,
+  massDeletionConfirm: true,
+} satisfies Record<keyof TaskOptions, true>) as Array<keyof TaskOptions>;
 
 function storedStatus(status: ServiceStatus): ServiceStatus {
   return {
@@ -385,6 +421,8 @@ function storedStatus(status: ServiceStatus): ServiceStatus {
     lagMs: status.lagMs,
     lastError: status.lastError,
     ...(status.sourceDigest !== undefined ? { sourceDigest: status.sourceDigest } : {}),
+    ...(status.destination !== undefined ? { destination: { namespace: status.destination.namespace, group: status.destination.group, name: status.destination.name } } : {}),
+    ...(status.held ? { held: { removes: status.held.removes, copies: status.held.copies, since: status.held.since, confirm: status.held.confirm } } : {}),
   };
 }
 
@@ -395,10 +433,6 @@ function selectorOf(s: TaskSelector): string {
 
 function statusField(s: ServiceKey): string {
   return [s.namespace, s.group, s.name].map(encodeURIComponent).join('/');
-}
-
-function compareServiceKeys(a: ServiceKey, b: ServiceKey): number {
-  return compareStrings(a.namespace, b.namespace) || compareStrings(a.group, b.group) || compareStrings(a.name, b.name);
 }
 
 function duplicateTask(key: string, spec: TaskSpec): StoreError {

@@ -1,4 +1,4 @@
-import type { ServiceKey } from '../model/index.js';
+import type { HeldDeletion, ServiceKey } from '../model/index.js';
 
 /**
  * What the engine last saw of one service of a task: instance counts on both sides, when the last
@@ -24,4 +24,8 @@ export interface ServiceStatus {
    * Absent in records written before it existed.
    */
   sourceDigest?: string | undefined;
+  /** Where the copies go, when the task maps names; absent: the same service. */
+  destination?: ServiceKey | undefined;
+  /** A mass deletion held back until confirmed; null or absent: none. */
+  held?: HeldDeletion | null | undefined;
 }
