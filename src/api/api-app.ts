@@ -4,6 +4,7 @@ import type { ApiDeps, RouteContext } from './api-deps.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { installErrorHandling, sendApiError } from './error-handler.js';
 import { registerHealthRoutes } from './health-routes.js';
+import { registerNacosSyncRoutes } from './nacos-sync-routes.js';
 import { registerShardRoutes } from './shard-routes.js';
 import { registerTaskRoutes } from './task-routes.js';
 
@@ -39,6 +40,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<FastifyInstance> {
   registerHealthRoutes(app, ctx);
   registerClusterRoutes(app, ctx);
   registerTaskRoutes(app, ctx);
+  registerNacosSyncRoutes(app, ctx);
   if (deps.deployment) registerShardRoutes(app, deps.deployment);
   // Not `ready()` yet: the caller may add routes (metrics, dashboard) before `listen` or `inject`.
   return app;

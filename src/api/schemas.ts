@@ -153,8 +153,8 @@ export const taskBatchBody = {
     tasks: { type: 'array', minItems: 1, maxItems: 1000 },
   },
   if: { properties: { action: { const: 'create' } } },
-  then: { properties: { tasks: { items: createTaskBody } } },
-  else: { properties: { tasks: { items: { type: 'string', minLength: 1, maxLength: 253 } } } },
+  then: { properties: { tasks: { type: 'array', items: createTaskBody } } },
+  else: { properties: { tasks: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 253 } } } },
 } as const;
 
 /** `POST /api/v1/tasks/:id/release`: which held services (names or `namespace/group/name`); absent: all. */

@@ -512,7 +512,7 @@ describe('POST /api/v1/tasks:batch', () => {
     res = await batch({ action: 'pause', tasks: ['orders', 'users'] });
     expect(res.json()).toEqual({ action: 'pause', results: [{ id: 'orders', result: 'paused' }, { id: 'users', result: 'paused' }] });
     expect((await h.store.getTask('users'))?.state).toBe('paused');
-    res = await batch({ action: 'resume', tasks: ['users'] });
+    expect((await batch({ action: 'resume', tasks: ['users'] })).json()).toEqual({ action: 'resume', results: [{ id: 'users', result: 'resumed' }] });
     expect((await h.store.getTask('users'))?.state).toBe('running');
 
     res = await batch({ action: 'delete', tasks: ['orders', 'payments'] });
