@@ -141,6 +141,45 @@ describe('KubernetesAdapter (contract, against the test API server)', () => {
     expect((await optIn.listServices({ namespace: 'public', group: 'DEFAULT_GROUP' })).map((s) => s.name)).toEqual(['ls-optin']);
   });
 
+  it('lists every allowed namespace for a * namespace, each service under its namespace\'s target', async () => {
+    server.put('services', nativeService('wc-default'));
+    server.put('services', nativeService('wc-team', { namespace: 'team-a' }));
+    server.put('services', nativeService('wc-system', { namespace: 'kube-system' }));
+    server.put('endpointslices', nativeSlice('wc-team', 'a', [{ ip: '10.31.0.1' }], { namespace: 'team-a' }));
+    const ours = (services: ServiceKey[]) => services.filter((s) => s.name.startsWith('wc-')).map((s) => `${s.namespace}/${s.group}/${s.name}`);
+    const adapter = make();
+    expect(ours(await adapter.listServices({ namespace: '*', group: '*' }))).toEqual(['public/DEFAULT_GROUP/wc-default', 'team-a/DEFAULT_GROUP/wc-team']);
+    expect(ours(await adapter.listServices({ namespace: '*', group: 'DEFAULT_GROUP' }))).toEqual(['public/DEFAULT_GROUP/wc-default', 'team-a/DEFAULT_GROUP/wc-team']);
+    expect(ours(await adapter.listServices({ namespace: 'team-a', group: '*' }))).toEqual(['team-a/DEFAULT_GROUP/wc-team']);
+    expect(await adapter.listServices({ namespace: '*', group: 'OTHER' })).toEqual([]);
+    // A listed key reads back.
+    expect((await adapter.listInstances(key('wc-team', 'team-a'))).map((i) => i.ip)).toEqual(['10.31.0.1']);
+
+    // Mapped namespaces keep their mapping; namespaces listed one by one are covered one by one.
+    const mapped = make({ namespaceMap: { default: 'public', 'team-a': { namespace: 'public', group: 'TEAM-A' } } });
+    expect(ours(await mapped.listServices({ namespace: 'public', group: '*' }))).toEqual(['public/DEFAULT_GROUP/wc-default', 'public/TEAM-A/wc-team']);
+    expect(ours(await mapped.listServices({ namespace: '*', group: 'TEAM-A' }))).toEqual(['public/TEAM-A/wc-team']);
+    const listed = make({ allowNamespaces: ['team-a', 'kube-system'], denyNamespaces: ['kube-system'] });
+    expect(ours(await listed.listServices({ namespace: '*', group: '*' }))).toEqual(['team-a/DEFAULT_GROUP/wc-team']);
+  });
+
+  it('tells a * service-list watcher about services appearing in any covered namespace', async () => {
+    for (const options of [{}, { allowNamespaces: ['default', 'team-a'] }]) {
+      const adapter = make(options);
+      let all = 0;
+      let otherGroup = 0;
+      adapter.watchServices({ namespace: '*', group: '*' }, () => (all += 1));
+      adapter.watchServices({ namespace: '*', group: 'OTHER' }, () => (otherGroup += 1));
+      await adapter.listServices({ namespace: '*', group: '*' });
+      const base = all;
+      const name = `wc-appearing-${Object.keys(options).length}`;
+      server.put('services', nativeService(name, { namespace: 'team-a' }));
+      await waitUntil(() => all > base, { message: `new service in team-a (${JSON.stringify(options)})` });
+      expect((await adapter.listServices({ namespace: '*', group: '*' })).map((s) => s.name)).toContain(name);
+      expect(otherGroup).toBe(0);
+    }
+  });
+
   it('maps every field of a listed instance: one per address on the chosen port, union of the slices', async () => {
     server.put('services', nativeService('orders', { annotations: { 'regsync.io/metadata': '{"team":"core","n":1}', 'regsync.io/meta-version': 'v2', 'regsync.io/weight': '3' } }));
     server.put('endpointslices', nativeSlice('orders', 'a', [

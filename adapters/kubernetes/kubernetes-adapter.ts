@@ -20,7 +20,7 @@ import { KubernetesConfigError } from './kubernetes-config-error.js';
 import { parseKubernetesOptions, type KubernetesAdapterOptions } from './kubernetes-options.js';
 import { KubernetesRefusedError } from './kubernetes-refused-error.js';
 import { KubernetesRequestError } from './kubernetes-request-error.js';
-import { NamespacePolicy } from './namespace-policy.js';
+import { ANY, NamespacePolicy } from './namespace-policy.js';
 import { planSlices, portNameOf, type SliceLayout } from './slice-layout.js';
 import { exportOf, isManagedService, managedInstances, nativeInstances, sortInstances, type ExportRules } from './service-view.js';
 
@@ -111,9 +111,14 @@ export class KubernetesAdapter implements RegistryAdapter {
     }
   }
 
-  /** Every Service exported from the namespace `scope` maps to, by exported name. */
+  /**
+   * Every Service exported from the namespace `scope` maps to, by exported name. A `*` namespace
+   * (or group) covers every allowed namespace whose target matches the rest of the scope, and each
+   * key carries that namespace's target (see {@link NamespacePolicy.covers}).
+   */
   async listServices(scope: { namespace: string; group: string }): Promise<ServiceKey[]> {
     this.assertOpen('list', 'services');
+    if (isWildcard(scope)) return this.listCovered(scope);
     const namespace = this.policy.toKube(scope);
     if (namespace === undefined || !this.policy.allowed(namespace)) return [];
     const informers = await this.ready(namespace);
@@ -125,11 +130,16 @@ export class KubernetesAdapter implements RegistryAdapter {
     return [...names].sort().map((name) => ({ namespace: scope.namespace, group: scope.group, name }));
   }
 
-  /** Calls `onChange` when a Service appears in, vanishes from, or is renamed in the scope's namespace. */
+  /** Calls `onChange` when a Service appears in, vanishes from, or is renamed in the scope's namespace (every covered one for `*`). */
   watchServices(scope: { namespace: string; group: string }, onChange: () => void): Unsubscribe {
-    const namespace = this.policy.toKube(scope);
-    if (this.closing || namespace === undefined || !this.policy.allowed(namespace)) return () => {};
-    this.scope(namespace)?.services.start();
+    if (this.closing) return () => {};
+    if (isWildcard(scope)) {
+      for (const namespace of this.watchedNamespaces()) this.scope(namespace)?.services.start();
+    } else {
+      const namespace = this.policy.toKube(scope);
+      if (namespace === undefined || !this.policy.allowed(namespace)) return () => {};
+      this.scope(namespace)?.services.start();
+    }
     return subscribe(this.serviceListWatchers, scopeKey(scope), onChange);
   }
 
@@ -388,23 +398,48 @@ export class KubernetesAdapter implements RegistryAdapter {
     return managedInstances(slices.items);
   }
 
-  /** The informers serving a namespace, once both hold a full list and their watches work. */
-  private async ready(namespace: string): Promise<Scope> {
+  /** The exported services of every namespace a wildcard scope covers, keyed by each namespace's target. */
+  private async listCovered(scope: { namespace: string; group: string }): Promise<ServiceKey[]> {
+    const keys = new Map<string, ServiceKey>();
+    for (const watched of this.watchedNamespaces()) {
+      const informers = await this.ready(watched);
+      for (const svc of informers.services.list(watched)) {
+        const target = this.policy.covers(svc.metadata?.namespace ?? '', scope);
+        const exported = target ? exportOf(svc, this.rules) : undefined;
+        if (!target || !exported?.exported) continue;
+        const key = { ...target, name: exported.name };
+        keys.set(serviceKeyString(key), key);
+      }
+    }
+    return [...keys.values()].sort((a, b) => serviceKeyString(a).localeCompare(serviceKeyString(b)));
+  }
+
+  /** What the informers are keyed by: `undefined` for the cluster-wide pair, else each allowed namespace. */
+  private watchedNamespaces(): Array<string | undefined> {
+    return this.policy.clusterWide ? [undefined] : this.policy.namespaces;
+  }
+
+  /** The informers serving a namespace (`undefined`: the cluster-wide ones), once both hold a full list and their watches work. */
+  private async ready(namespace: string | undefined): Promise<Scope> {
     const scope = this.scope(namespace);
-    if (!scope) throw new KubernetesRequestError({ code: 'kubernetes-not-ready', clusterId: this.clusterId, verb: 'read', target: namespace, detail: 'namespace not allowed' });
+    if (!scope) throw new KubernetesRequestError({ code: 'kubernetes-not-ready', clusterId: this.clusterId, verb: 'read', target: namespace ?? '*', detail: 'namespace not allowed' });
     scope.services.start();
     scope.slices.start();
     await Promise.all([scope.services.whenSynced(this.options.initialListTimeoutMs), scope.slices.whenSynced(this.options.initialListTimeoutMs)]);
     return scope;
   }
 
-  /** The informer pair for a namespace: the cluster-wide one, or the namespace's own (created on first use). */
-  private scope(namespace: string): Scope | undefined {
-    if (!this.policy.allowed(namespace)) return undefined;
-    const key = this.policy.clusterWide ? '*' : namespace;
+  /**
+   * The informer pair for a namespace: the cluster-wide one, or the namespace's own (created on
+   * first use). `undefined` asks for the cluster-wide pair, which exists only when the policy is
+   * cluster-wide.
+   */
+  private scope(namespace: string | undefined): Scope | undefined {
+    if (namespace === undefined ? !this.policy.clusterWide : !this.policy.allowed(namespace)) return undefined;
+    const ns = this.policy.clusterWide ? undefined : namespace;
+    const key = ns ?? '*';
     let scope = this.scopes.get(key);
     if (scope) return scope;
-    const ns = this.policy.clusterWide ? undefined : namespace;
     const common = {
       clusterId: this.clusterId,
       client: this.client,
@@ -450,7 +485,12 @@ export class KubernetesAdapter implements RegistryAdapter {
     }
     const listedBefore = before?.exported ? before.name : undefined;
     const listedAfter = after?.exported ? after.name : undefined;
-    if (listedBefore !== listedAfter) this.notify(this.serviceListWatchers, scopeKey(target));
+    if (listedBefore !== listedAfter) {
+      // The scope itself, and the wildcard scopes that cover it.
+      for (const namespace of [target.namespace, ANY]) {
+        for (const group of [target.group, ANY]) this.notify(this.serviceListWatchers, scopeKey({ namespace, group }));
+      }
+    }
   }
 
   private onSliceEvent(e: InformerEvent<KubeEndpointSlice>, services: KubeInformer<KubeService>): void {
@@ -509,6 +549,10 @@ function subscribe(registry: Map<string, Set<() => void>>, key: string, cb: () =
     current?.delete(entry);
     if (current?.size === 0) registry.delete(key);
   };
+}
+
+function isWildcard(scope: { namespace: string; group: string }): boolean {
+  return scope.namespace === ANY || scope.group === ANY;
 }
 
 function scopeKey(scope: { namespace: string; group: string }): string {

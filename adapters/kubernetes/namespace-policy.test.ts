@@ -30,6 +30,20 @@ describe('NamespacePolicy', () => {
     expect(p.toKube({ namespace: 'default', group: 'DEFAULT_GROUP' })).toBeUndefined();
   });
 
+  it('says which namespaces a scope with * covers, and as what', () => {
+    const p = policy({ denyNamespaces: ['kube-system'], namespaceMap: { default: { namespace: 'public', group: 'DEFAULT_GROUP' }, prod: { namespace: 'public', group: 'PROD' } } });
+    expect(p.covers('default', { namespace: '*', group: '*' })).toEqual({ namespace: 'public', group: 'DEFAULT_GROUP' });
+    expect(p.covers('prod', { namespace: '*', group: '*' })).toEqual({ namespace: 'public', group: 'PROD' });
+    expect(p.covers('team-a', { namespace: '*', group: '*' })).toEqual({ namespace: 'team-a', group: 'DEFAULT_GROUP' });
+    expect(p.covers('prod', { namespace: 'public', group: '*' })).toEqual({ namespace: 'public', group: 'PROD' });
+    expect(p.covers('team-a', { namespace: 'public', group: '*' })).toBeUndefined();
+    expect(p.covers('prod', { namespace: '*', group: 'DEFAULT_GROUP' })).toBeUndefined();
+    expect(p.covers('team-a', { namespace: '*', group: 'DEFAULT_GROUP' })).toEqual({ namespace: 'team-a', group: 'DEFAULT_GROUP' });
+    // Denied namespaces, and one whose same-name target a map entry took, are covered by nothing.
+    expect(p.covers('kube-system', { namespace: '*', group: '*' })).toBeUndefined();
+    expect(policy({ namespaceMap: { default: { namespace: 'public', group: 'DEFAULT_GROUP' } } }).covers('public', { namespace: '*', group: '*' })).toBeUndefined();
+  });
+
   it('does not map a namespace whose same-name target an entry took', () => {
     const p = policy({ namespaceMap: { default: { namespace: 'public', group: 'DEFAULT_GROUP' } } });
     expect(p.toTarget('public')).toBeUndefined();

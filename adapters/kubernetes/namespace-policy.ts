@@ -56,6 +56,19 @@ export class NamespacePolicy {
     return this.byTarget.has(targetKey(identity)) ? undefined : identity;
   }
 
+  /**
+   * Whether a scope with a wildcard (`*`: every namespace, every group) covers a Kubernetes
+   * namespace: it is allowed, maps somewhere, and its target matches the scope's namespace and group
+   * (`*` matching any). Answers the target; undefined when not covered.
+   */
+  covers(namespace: string, scope: { namespace: string; group: string }): NamespaceTarget | undefined {
+    if (!this.allowed(namespace)) return undefined;
+    const target = this.toTarget(namespace);
+    if (!target) return undefined;
+    const matches = (want: string, have: string) => want === ANY || want === have;
+    return matches(scope.namespace, target.namespace) && matches(scope.group, target.group) ? target : undefined;
+  }
+
   /** The Kubernetes namespace holding the services of a namespace and group; undefined when none can. */
   toKube(scope: { namespace: string; group: string }): string | undefined {
     const mapped = this.byTarget.get(targetKey(scope));
@@ -64,6 +77,9 @@ export class NamespacePolicy {
     return Object.hasOwn(this.options.namespaceMap, scope.namespace) ? undefined : scope.namespace;
   }
 }
+
+/** The scope wildcard of `*` tasks: every namespace, or every group. */
+export const ANY = '*';
 
 function targetKey(t: NamespaceTarget): string {
   return `${t.namespace}\n${t.group}`;

@@ -20,8 +20,27 @@ import { NacosRequestError } from './nacos-request-error.js';
 import { NacosV1Api } from './nacos-v1-api.js';
 import { NacosV3Api } from './nacos-v3-api.js';
 import { PushReceiver, type PushReceiverStats } from './push-receiver.js';
+import { ServiceListWatch } from './service-list-watch.js';
 import { WatchHub } from './watch-hub.js';
 import { describeService, toServiceRef, type ServiceRef } from './wire.js';
+
+/** The scope wildcard: every namespace, or every group. Nacos namespace ids and group names cannot be `*`. */
+const ANY = '*';
+
+/**
+ * A list the server answered with a failure, with what it was needed for and the likely reason;
+ * anything else (the network, a closed adapter) as it is.
+ */
+function explained(err: unknown, purpose: string): unknown {
+  if (!(err instanceof NacosRequestError) || err.status === undefined) return err;
+  const why =
+    err.status === 401 || err.status === 403
+      ? ' (the cluster\'s user lacks the permission)'
+      : err.status === 404 || err.status === 410
+        ? ' (this server does not offer it)'
+        : '';
+  return err.explained(`${purpose}${why}`);
+}
 
 /** What the adapter needs from its surroundings. */
 export interface NacosAdapterDeps {
@@ -33,6 +52,8 @@ export interface NacosAdapterStats {
   /** The API dialect in use, once known. */
   apiVersion: NacosApiVersion | undefined;
   watchedServices: number;
+  /** Service-list scopes polled for `watchServices`. */
+  watchedServiceLists: number;
   /** Push receiver counters; undefined while no receiver is open. */
   push: (PushReceiverStats & { port: number; clientIP: string }) | undefined;
   /** Successful logins (0 without credentials). */
@@ -60,6 +81,7 @@ export class NacosAdapter implements RegistryAdapter {
   private readonly log: Logger;
   private readonly http: NacosHttp;
   private readonly hub: WatchHub;
+  private readonly serviceLists: ServiceListWatch;
   private apiPromise: Promise<NacosApi> | undefined;
   private resolvedVersion: NacosApiVersion | undefined;
   private receiver: PushReceiver | undefined;
@@ -98,6 +120,11 @@ export class NacosAdapter implements RegistryAdapter {
       log: this.log,
       list: (ref) => this.pollList(ref),
     });
+    this.serviceLists = new ServiceListWatch({
+      intervalMs: this.options.serviceListPollIntervalMs,
+      log: this.log,
+      list: (scope) => this.listScope(scope),
+    });
   }
 
   /** The last `clientBeatInterval` the server answered (v1), else `options.heartbeatIntervalMs`. */
@@ -113,12 +140,30 @@ export class NacosAdapter implements RegistryAdapter {
     return (await this.api()).version;
   }
 
-  /** Every service of exactly `scope.group` in `scope.namespace` (all pages). */
+  /**
+   * Every service of `scope.group` in `scope.namespace` (all pages). `*` as the namespace lists
+   * every namespace of the cluster (`GET /nacos/v1/console/namespaces`, or the v3 admin namespace
+   * list) and each of them; `*` as the group lists every group (v1: the catalog list
+   * `GET /nacos/v1/ns/catalog/services`; v3: the admin service list without a group filter). Keys
+   * carry the real namespace (`public` for the public one) and group of each service under a `*`,
+   * and the scope's own values otherwise. Rejects when any list fails (never a partial answer); an
+   * error of a list only a `*` needs says so.
+   */
   async listServices(scope: { namespace: string; group: string }): Promise<ServiceKey[]> {
-    const ref = toServiceRef({ ...scope, name: '' });
-    const api = await this.api();
-    const names = await api.listServiceNames(ref.namespaceId, ref.group, this.options.servicePageSize);
-    return names.map((name) => ({ namespace: scope.namespace, group: scope.group, name }));
+    const services = await this.listScope(scope);
+    this.serviceLists.observed(scope, services);
+    return services;
+  }
+
+  /**
+   * Calls `onChange` when services may have appeared in or vanished from the scope (`*` namespaces
+   * and groups included): the scope is listed every `options.serviceListPollIntervalMs` and
+   * compared with the last list seen (a poll, or the last `listServices` of the same scope). Nacos
+   * pushes nothing about services, so this is polling only; failures are logged and retried.
+   */
+  watchServices(scope: { namespace: string; group: string }, onChange: () => void): Unsubscribe {
+    if (this.closing) return () => {};
+    return this.serviceLists.watch(scope, onChange);
   }
 
   /** Every instance of a service; rejects on any failure (a failed read is never an empty service). */
@@ -197,6 +242,7 @@ export class NacosAdapter implements RegistryAdapter {
     return {
       apiVersion: this.resolvedVersion,
       watchedServices: this.hub.size,
+      watchedServiceLists: this.serviceLists.size,
       push: receiver?.alive && target ? { ...receiver.stats(), port: target.udpPort, clientIP: target.clientIP } : undefined,
       logins: this.http.tokens?.loginCount ?? 0,
       concurrency: this.http.concurrency(),
@@ -207,6 +253,7 @@ export class NacosAdapter implements RegistryAdapter {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.hub.close();
+      this.serviceLists.close();
       const starting = this.pushStarting;
       if (starting) await starting.catch(() => undefined);
       await this.receiver?.close();
@@ -255,6 +302,32 @@ export class NacosAdapter implements RegistryAdapter {
     }
     this.log.info({ endpoint: v3.endpoint, v1Status: v1.status }, 'nacos does not serve the v1 API; using v3 (no push, watches poll)');
     return new NacosV3Api(this.http);
+  }
+
+  /** The lists behind {@link listServices}, without telling the service-list watches (their own polls). */
+  private async listScope(scope: { namespace: string; group: string }): Promise<ServiceKey[]> {
+    const api = await this.api();
+    const pageSize = this.options.servicePageSize;
+    const namespaces =
+      scope.namespace === ANY
+        ? await api.listNamespaces().catch((err: unknown) => {
+            throw explained(err, 'namespace "*" needs the list of every namespace');
+          })
+        : [scope.namespace];
+    const lists = await Promise.all(
+      namespaces.map(async (namespace): Promise<ServiceKey[]> => {
+        const { namespaceId, group } = toServiceRef({ namespace, group: scope.group, name: '' });
+        if (scope.group !== ANY) {
+          const names = await api.listServiceNames(namespaceId, group, pageSize);
+          return names.map((name) => ({ namespace, group: scope.group, name }));
+        }
+        const services = await api.listAllServices(namespaceId, pageSize).catch((err: unknown) => {
+          throw explained(err, `group "*" needs the list of every service of namespace ${namespaceId}`);
+        });
+        return services.map((s) => ({ namespace, group: s.group, name: s.name }));
+      }),
+    );
+    return lists.flat();
   }
 
   /** A watch poll: lists the service, subscribing to push when the dialect has it and a socket is open. */

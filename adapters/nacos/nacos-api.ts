@@ -1,6 +1,6 @@
 import type { BeatResult, Instance } from '../../src/model/index.js';
 import type { NacosApiVersion } from './nacos-options.js';
-import type { ServiceRef } from './wire.js';
+import type { GroupedService, ServiceRef } from './wire.js';
 
 /** Where the server should push changes of a listed service (v1 `udpPort` + `clientIP`). */
 export interface PushSubscription {
@@ -28,6 +28,10 @@ export interface NacosApi {
   readonly supportsPush: boolean;
   /** Names of every service of exactly this group (all pages). */
   listServiceNames(namespaceId: string, group: string, pageSize: number): Promise<string[]>;
+  /** Every service of every group of a namespace (all pages), each with its group. */
+  listAllServices(namespaceId: string, pageSize: number): Promise<GroupedService[]>;
+  /** Ids of every namespace of the cluster; the public one is `public` whatever the server calls it. */
+  listNamespaces(): Promise<string[]>;
   /** Every instance of a service (v1 leaves disabled ones out, as Nacos' client list does). */
   listInstances(ref: ServiceRef, subscription?: PushSubscription): Promise<Instance[]>;
   /** Creates or replaces an instance with every field. */

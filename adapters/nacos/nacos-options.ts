@@ -26,6 +26,11 @@ export interface NacosAdapterOptions {
   /** Page size of service lists. */
   servicePageSize: number;
   /**
+   * How often each scope watched through `watchServices` (the scopes of `*` tasks) is listed, to
+   * notice services appearing or vanishing before the next full sync. Default 10000 ms.
+   */
+  serviceListPollIntervalMs: number;
+  /**
    * v1 only: once the server answers `lightBeatEnabled`, beats omit the instance body, as the Java
    * client does. A light beat for a lost instance answers `unknown` (the engine re-registers it with
    * every field) instead of the server re-creating it from the beat (enabled, weight defaults).
@@ -46,6 +51,7 @@ export const DEFAULT_NACOS_OPTIONS: NacosAdapterOptions = {
   maxConcurrency: 32,
   requestTimeoutMs: 5_000,
   servicePageSize: 500,
+  serviceListPollIntervalMs: 10_000,
   lightBeats: true,
   contextPath: '/nacos',
   heartbeatIntervalMs: 5_000,
@@ -102,6 +108,7 @@ export function parseNacosOptions(spec: Pick<ClusterSpec, 'id' | 'options'>): Na
     maxConcurrency: positiveInt('maxConcurrency', 10_000),
     requestTimeoutMs: positiveInt('requestTimeoutMs', 600_000),
     servicePageSize: positiveInt('servicePageSize', 10_000),
+    serviceListPollIntervalMs: positiveInt('serviceListPollIntervalMs', 24 * 3_600_000),
     lightBeats: lightBeats as boolean,
     contextPath: (contextPath as string).replace(/\/$/, ''),
     heartbeatIntervalMs: positiveInt('heartbeatIntervalMs', 3_600_000),

@@ -45,6 +45,8 @@ export class NacosRequestError extends Error {
   readonly endpoint: string;
   readonly status: number | undefined;
   readonly nacosCode: number | undefined;
+  /** What the server (or the network) said, as in the message. */
+  readonly detail: string;
 
   constructor(init: NacosRequestErrorInit, options?: { cause?: unknown }) {
     const status = init.status === undefined ? '' : ` HTTP ${init.status}`;
@@ -57,5 +59,27 @@ export class NacosRequestError extends Error {
     this.endpoint = init.endpoint;
     this.status = init.status;
     this.nacosCode = init.nacosCode;
+    this.detail = init.detail;
+  }
+
+  /**
+   * The same failure with what the call was needed for put before the server's words (say, which
+   * task scope needs a list the server refuses), so that an operator reading a task's status knows
+   * why regsync asked. Code, status and endpoint stay; this error becomes the cause.
+   */
+  explained(purpose: string): NacosRequestError {
+    return new NacosRequestError(
+      {
+        code: this.code,
+        clusterId: this.clusterId,
+        method: this.method,
+        path: this.path,
+        endpoint: this.endpoint,
+        status: this.status,
+        nacosCode: this.nacosCode,
+        detail: `${purpose}: ${this.detail}`,
+      },
+      { cause: this },
+    );
   }
 }

@@ -7,14 +7,25 @@ import {
   deregisterParams,
   excerpt,
   GROUP_SEPARATOR,
+  groupedName,
+  groupedServiceOf,
   hostsToInstances,
   isRecord,
+  namespaceIds,
   parseJson,
   registerParams,
   serviceParams,
+  type GroupedService,
   type ServiceRef,
 } from './wire.js';
+import { NacosRequestError } from './nacos-request-error.js';
+import { NacosV3Api } from './nacos-v3-api.js';
 import { WireFormatError } from './wire-format-error.js';
+
+const CATALOG_SERVICES = '/v1/ns/catalog/services';
+const CONSOLE_NAMESPACES = '/v1/console/namespaces';
+/** Statuses of an API the server does not serve: absent (404), or switched off (Nacos 3 answers 410). */
+const GONE = new Set([404, 410]);
 
 const BEAT_OK = 10200;
 const BEAT_UNKNOWN = 20404;
@@ -32,6 +43,8 @@ interface JsonAnswer {
 export class NacosV1Api implements NacosApi {
   readonly version = 'v1';
   readonly supportsPush = true;
+  /** For the lists Nacos 3 serves only through its v3 admin API; made on first need. */
+  private v3: NacosV3Api | undefined;
 
   constructor(private readonly http: NacosHttp) {}
 
@@ -54,6 +67,62 @@ export class NacosV1Api implements NacosApi {
       // A list that changes while it is paged may shift names across pages; the next full sync
       // catches what slipped through.
       if (doms.length === 0 || doms.length < pageSize || names.size >= count) return [...names];
+    }
+  }
+
+  /**
+   * The catalog list (`GET /nacos/v1/ns/catalog/services`, Nacos 1.x/2.x; `{count, serviceList:
+   * [{name, groupName, ...}]}`): without `groupNameParam`/`serviceNameParam` it filters nothing.
+   * Nacos 3.0/3.1 answer it 410 (a console API, off by default) or 404: their v3 admin list is
+   * asked instead.
+   */
+  async listAllServices(namespaceId: string, pageSize: number): Promise<GroupedService[]> {
+    const found = new Map<string, GroupedService>();
+    for (let pageNo = 1; ; pageNo += 1) {
+      const call: NacosCall = {
+        method: 'GET',
+        path: CATALOG_SERVICES,
+        params: { namespaceId, pageNo: String(pageNo), pageSize: String(pageSize), withInstances: 'false', hasIpCount: 'false' },
+      };
+      const answer = await this.http.request({ ...call, dialect: 'v1' });
+      if (pageNo === 1 && GONE.has(answer.status)) return this.v3Fallback(call, answer, (v3) => v3.listAllServices(namespaceId, pageSize));
+      const value = this.jsonOf(call, this.checked(call, answer));
+      const list = isRecord(value) ? value.serviceList : undefined;
+      const count = isRecord(value) ? Number(value.count) : NaN;
+      if (!Array.isArray(list) || !Number.isFinite(count)) {
+        throw this.http.error(call, answer, 'nacos-bad-response', `expected {count, serviceList}, got: ${excerpt(answer.body)}`);
+      }
+      try {
+        for (const entry of list) {
+          const service = groupedServiceOf(entry);
+          found.set(groupedName(service), service);
+        }
+      } catch (err) {
+        if (err instanceof WireFormatError) throw this.http.error(call, answer, 'nacos-bad-response', err.message);
+        throw err;
+      }
+      // Nacos answers the whole list to any page when it fits in one (1.x `getPagedService`, 2.x
+      // `doPage`), so a short page or the count ends the loop, never a page number.
+      if (list.length === 0 || list.length < pageSize || found.size >= count) return [...found.values()];
+    }
+  }
+
+  /**
+   * `GET /nacos/v1/console/namespaces` (`{code: 200, data: [{namespace, namespaceShowName, ...}]}`,
+   * the public namespace as `""`). Nacos 3 serves its console on another port, so a 404 or 410 here
+   * asks the v3 admin list (`/nacos/v3/admin/core/namespace/list`) instead.
+   */
+  async listNamespaces(): Promise<string[]> {
+    const call: NacosCall = { method: 'GET', path: CONSOLE_NAMESPACES };
+    const answer = await this.http.request({ ...call, dialect: 'v1' });
+    if (GONE.has(answer.status)) return this.v3Fallback(call, answer, (v3) => v3.listNamespaces());
+    const value = this.jsonOf(call, this.checked(call, answer));
+    try {
+      if (!isRecord(value)) throw new WireFormatError(`expected {code, data}, got: ${excerpt(answer.body)}`);
+      return namespaceIds(value.data);
+    } catch (err) {
+      if (err instanceof WireFormatError) throw this.http.error(call, answer, 'nacos-bad-response', err.message);
+      throw err;
     }
   }
 
@@ -108,7 +177,10 @@ export class NacosV1Api implements NacosApi {
 
   /** Sends a call and insists on a 2xx answer; v1 errors are plain text (`caused: ...;`). */
   private async ok(call: NacosCall): Promise<NacosAnswer> {
-    const answer = await this.http.request({ ...call, dialect: 'v1' });
+    return this.checked(call, await this.http.request({ ...call, dialect: 'v1' }));
+  }
+
+  private checked(call: NacosCall, answer: NacosAnswer): NacosAnswer {
     if (answer.status < 200 || answer.status >= 300) {
       throw this.http.error(call, answer, 'nacos-http-error', excerpt(answer.body));
     }
@@ -117,10 +189,31 @@ export class NacosV1Api implements NacosApi {
 
   private async json(call: NacosCall): Promise<JsonAnswer> {
     const answer = await this.ok(call);
+    return { value: this.jsonOf(call, answer), answer };
+  }
+
+  private jsonOf(call: NacosCall, answer: NacosAnswer): unknown {
     try {
-      return { value: parseJson(answer.body), answer };
+      return parseJson(answer.body);
     } catch (err) {
       throw this.http.error(call, answer, 'nacos-bad-response', err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  /**
+   * A v1 list the server does not serve (404/410: Nacos 3.x), asked through the v3 admin API. When
+   * that is not served either, the error is the v1 one, saying both were tried.
+   */
+  private async v3Fallback<T>(call: NacosCall, answer: NacosAnswer, read: (v3: NacosV3Api) => Promise<T>): Promise<T> {
+    this.v3 ??= new NacosV3Api(this.http);
+    try {
+      return await read(this.v3);
+    } catch (err) {
+      // A 404 carrying a Nacos code (22001: no such namespace) is an answer, not a missing API.
+      if (err instanceof NacosRequestError && (err.status === 410 || (err.status === 404 && err.nacosCode === undefined))) {
+        throw this.http.error(call, answer, 'nacos-http-error', `not served (nor ${err.path}, HTTP ${err.status}): ${excerpt(answer.body)}`);
+      }
+      throw err;
     }
   }
 }

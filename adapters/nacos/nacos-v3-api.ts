@@ -5,14 +5,21 @@ import type { NacosHttp } from './nacos-http.js';
 import {
   deregisterParams,
   excerpt,
+  groupedName,
+  groupedServiceOf,
   hostsToInstances,
   isRecord,
+  namespaceIds,
   parseJson,
   registerParams,
   serviceParams,
+  type GroupedService,
   type ServiceRef,
 } from './wire.js';
 import { WireFormatError } from './wire-format-error.js';
+
+const SERVICE_LIST = '/v3/admin/ns/service/list';
+const NAMESPACE_LIST = '/v3/admin/core/namespace/list';
 
 /** Nacos 3 error codes the adapter acts on. */
 const CODE = {
@@ -39,34 +46,26 @@ export class NacosV3Api implements NacosApi {
   constructor(private readonly http: NacosHttp) {}
 
   async listServiceNames(namespaceId: string, group: string, pageSize: number): Promise<string[]> {
-    const names = new Set<string>();
-    for (let pageNo = 1; ; pageNo += 1) {
-      const call: NacosCall = {
-        method: 'GET',
-        path: '/v3/admin/ns/service/list',
-        params: {
-          namespaceId,
-          // A substring filter on the server: the exact group is kept below.
-          groupNameParam: group,
-          ignoreEmptyService: 'false',
-          withInstances: 'false',
-          pageNo: String(pageNo),
-          pageSize: String(pageSize),
-        },
-      };
-      const { data, answer } = await this.success(call);
-      const items = isRecord(data) ? data.pageItems : undefined;
-      const pages = isRecord(data) ? Number(data.pagesAvailable) : NaN;
-      if (!Array.isArray(items) || !Number.isFinite(pages)) {
-        throw this.http.error(call, answer, 'nacos-bad-response', `expected {pagesAvailable, pageItems}, got: ${excerpt(answer.body)}`);
-      }
-      for (const item of items) {
-        if (!isRecord(item) || typeof item.name !== 'string') {
-          throw this.http.error(call, answer, 'nacos-bad-response', `service entry without a name: ${excerpt(JSON.stringify(item))}`);
-        }
-        if (item.groupName === group) names.add(item.name);
-      }
-      if (items.length === 0 || pageNo >= pages) return [...names];
+    // `groupNameParam` is a substring filter on the server: the exact group is kept here.
+    const services = await this.pageServices(namespaceId, group, pageSize);
+    return [...new Set(services.filter((s) => s.group === group).map((s) => s.name))];
+  }
+
+  async listAllServices(namespaceId: string, pageSize: number): Promise<GroupedService[]> {
+    // Without `groupNameParam` the server filters nothing (Nacos 3 `CatalogServiceV2Impl.patternServices`).
+    const services = await this.pageServices(namespaceId, undefined, pageSize);
+    const unique = new Map(services.map((s) => [groupedName(s), s]));
+    return [...unique.values()];
+  }
+
+  async listNamespaces(): Promise<string[]> {
+    const call: NacosCall = { method: 'GET', path: NAMESPACE_LIST };
+    const { data, answer } = await this.success(call);
+    try {
+      return namespaceIds(data);
+    } catch (err) {
+      if (err instanceof WireFormatError) throw this.http.error(call, answer, 'nacos-bad-response', err.message);
+      throw err;
     }
   }
 
@@ -111,6 +110,39 @@ export class NacosV3Api implements NacosApi {
     const answer = await this.http.request({ ...call, dialect: 'v3' });
     const outcome = this.interpret(call, answer, [CODE.instanceNotFound, CODE.serviceNotExist]);
     return { result: outcome.code === CODE.success ? 'ok' : 'unknown' };
+  }
+
+  /**
+   * Every page of `GET /nacos/v3/admin/ns/service/list` (empty services too), optionally filtered
+   * by the server's group substring filter. A list that changes while it is paged may shift entries
+   * across pages; the next full sync catches what slipped through.
+   */
+  private async pageServices(namespaceId: string, groupFilter: string | undefined, pageSize: number): Promise<GroupedService[]> {
+    const found: GroupedService[] = [];
+    for (let pageNo = 1; ; pageNo += 1) {
+      const params: Record<string, string> = {
+        namespaceId,
+        ignoreEmptyService: 'false',
+        withInstances: 'false',
+        pageNo: String(pageNo),
+        pageSize: String(pageSize),
+      };
+      if (groupFilter !== undefined) params.groupNameParam = groupFilter;
+      const call: NacosCall = { method: 'GET', path: SERVICE_LIST, params };
+      const { data, answer } = await this.success(call);
+      const items = isRecord(data) ? data.pageItems : undefined;
+      const pages = isRecord(data) ? Number(data.pagesAvailable) : NaN;
+      if (!Array.isArray(items) || !Number.isFinite(pages)) {
+        throw this.http.error(call, answer, 'nacos-bad-response', `expected {pagesAvailable, pageItems}, got: ${excerpt(answer.body)}`);
+      }
+      try {
+        for (const item of items) found.push(groupedServiceOf(item));
+      } catch (err) {
+        if (err instanceof WireFormatError) throw this.http.error(call, answer, 'nacos-bad-response', err.message);
+        throw err;
+      }
+      if (items.length === 0 || pageNo >= pages) return found;
+    }
   }
 
   private async success(call: NacosCall): Promise<V3Success> {

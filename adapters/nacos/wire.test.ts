@@ -5,7 +5,9 @@ import {
   beatBody,
   decodePushPacket,
   deregisterParams,
+  groupedServiceOf,
   hostToInstance,
+  namespaceIds,
   pushAck,
   pushedService,
   registerParams,
@@ -128,5 +130,29 @@ describe('wire conversions', () => {
     expect(pushedService(JSON.stringify({ name: 's', groupName: 'G', hosts: [] })).groupedName).toBe('G@@s');
     expect(pushedService(JSON.stringify({ name: 's' })).groupedName).toBe('DEFAULT_GROUP@@s');
     expect(() => pushedService('{}')).toThrow(WireFormatError);
+  });
+
+  it('reads namespace lists of v1 (public is "") and v3 (public is public) as the same ids', () => {
+    const v1 = [
+      { namespace: '', namespaceShowName: 'public', quota: 200, configCount: 0, type: 0 },
+      { namespace: 'dev', namespaceShowName: 'Development', quota: 200, configCount: 3, type: 2 },
+    ];
+    expect(namespaceIds(v1)).toEqual(['public', 'dev']);
+    expect(namespaceIds([{ namespace: 'public' }, { namespace: 'dev' }])).toEqual(['public', 'dev']);
+    expect(namespaceIds([{ namespace: '' }, { namespace: 'public' }])).toEqual(['public']);
+    expect(() => namespaceIds({ namespace: 'dev' })).toThrow(WireFormatError);
+    expect(() => namespaceIds([{ namespaceShowName: 'no id' }])).toThrow(/namespace entry without a namespace id/);
+  });
+
+  it('reads service entries of lists across groups, grouped or not', () => {
+    expect(groupedServiceOf({ name: 'orders', groupName: 'G', clusterCount: 1, ipCount: 2, healthyInstanceCount: 2, triggerFlag: 'false' })).toEqual({
+      group: 'G',
+      name: 'orders',
+    });
+    expect(groupedServiceOf({ name: 'G@@orders', groupName: 'G' })).toEqual({ group: 'G', name: 'orders' });
+    expect(groupedServiceOf({ name: 'G@@orders' })).toEqual({ group: 'G', name: 'orders' });
+    expect(groupedServiceOf({ name: 'orders' })).toEqual({ group: 'DEFAULT_GROUP', name: 'orders' });
+    expect(() => groupedServiceOf({ groupName: 'G' })).toThrow(WireFormatError);
+    expect(() => groupedServiceOf('orders')).toThrow(/service entry without a name/);
   });
 });

@@ -20,6 +20,12 @@ export interface ServiceRef {
   name: string;
 }
 
+/** A service found by a list across groups: its real group and plain name. */
+export interface GroupedService {
+  group: string;
+  name: string;
+}
+
 /** Joins group and name in Nacos 1.x/2.x service names (`group@@name`). */
 export const GROUP_SEPARATOR = '@@';
 
@@ -65,6 +71,43 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 export function excerpt(text: string): string {
   const oneLine = text.replace(/\s+/g, ' ').trim();
   return oneLine.length > 200 ? `${oneLine.slice(0, 200)}...` : oneLine === '' ? '(empty body)' : oneLine;
+}
+
+/**
+ * The namespace ids of a namespace list: the `data` of `GET /nacos/v1/console/namespaces` (Nacos
+ * 1.x/2.x, where the public namespace's id is `""`) or of `GET /nacos/v3/admin/core/namespace/list`
+ * (3.x, where it is `public`). Both become `public`, regsync's name for it. Throws
+ * {@link WireFormatError} when the list or an entry's `namespace` is missing: a namespace that cannot
+ * be read must fail the list, not vanish from it.
+ */
+export function namespaceIds(data: unknown): string[] {
+  if (!Array.isArray(data)) throw new WireFormatError(`expected a list of namespaces, got: ${excerpt(JSON.stringify(data) ?? '')}`);
+  const ids = new Set<string>();
+  for (const entry of data) {
+    if (!isRecord(entry) || typeof entry.namespace !== 'string') {
+      throw new WireFormatError(`namespace entry without a namespace id: ${excerpt(JSON.stringify(entry) ?? '')}`);
+    }
+    ids.add(entry.namespace === '' ? DEFAULT_NAMESPACE : entry.namespace);
+  }
+  return [...ids];
+}
+
+/**
+ * One entry of a service list across groups (a `ServiceView`: v1 catalog `serviceList`, v3 admin
+ * `pageItems`): `{name, groupName, ...}`. A name that is still `group@@name` is split; an entry
+ * without a group is in `DEFAULT_GROUP`, as Nacos reads ungrouped names. Throws
+ * {@link WireFormatError} without a name.
+ */
+export function groupedServiceOf(entry: unknown): GroupedService {
+  if (!isRecord(entry) || typeof entry.name !== 'string' || entry.name === '') {
+    throw new WireFormatError(`service entry without a name: ${excerpt(JSON.stringify(entry) ?? '')}`);
+  }
+  const at = entry.name.indexOf(GROUP_SEPARATOR);
+  const group = typeof entry.groupName === 'string' && entry.groupName !== '' ? entry.groupName : undefined;
+  if (at < 0) return { group: group ?? DEFAULT_GROUP, name: entry.name };
+  const prefix = entry.name.slice(0, at);
+  if (group !== undefined && prefix !== group) return { group, name: entry.name };
+  return { group: prefix, name: entry.name.slice(at + GROUP_SEPARATOR.length) };
 }
 
 /**

@@ -167,6 +167,17 @@ describe.each([dubbo, curator])('ZooKeeperAdapter, $layout layout (contract)', (
     const listed = await adapter.listServices({ namespace: 'dev', group: 'G' });
     expect(listed.map((s) => s.name).sort()).toEqual([...fx.services].sort());
     expect(listed.every((s) => s.namespace === 'dev' && s.group === 'G')).toBe(true);
+    // ZooKeeper is one namespace and one group: `*` lists the same services under the defaults.
+    for (const scope of [{ namespace: '*', group: '*' }, { namespace: '*', group: 'DEFAULT_GROUP' }, { namespace: 'public', group: '*' }]) {
+      const all = await adapter.listServices(scope);
+      expect(all.map((s) => s.name).sort()).toEqual([...fx.services].sort());
+      expect(all.every((s) => s.namespace === 'public' && s.group === 'DEFAULT_GROUP')).toBe(true);
+    }
+    const half = await adapter.listServices({ namespace: 'dev', group: '*' });
+    expect(half.every((s) => s.namespace === 'dev' && s.group === 'DEFAULT_GROUP')).toBe(true);
+    // What a `*` task lists it can read.
+    const [first] = await adapter.listServices({ namespace: '*', group: '*' });
+    expect(first && (await adapter.listInstances(first))).toEqual([fx.expected(first?.name ?? '', '10.1.0.1', 20880, {})]);
   });
 
   it('maps every field of a listed instance, and lists nothing for a service that is not there', async () => {
@@ -270,7 +281,8 @@ describe.each([dubbo, curator])('ZooKeeperAdapter, $layout layout (contract)', (
       const { root, adapter } = fresh();
       if (existing) await fx.register(client, root, fx.services[0], '10.1.5.1', 20880, {});
       let calls = 0;
-      adapter.watchServices({ namespace: 'public', group: 'DEFAULT_GROUP' }, () => (calls += 1));
+      // A `*` scope watches the same services as the default one.
+      adapter.watchServices(existing ? { namespace: 'public', group: 'DEFAULT_GROUP' } : { namespace: '*', group: '*' }, () => (calls += 1));
       // One call once the watches stand: the engine listed before it watched.
       await waitUntil(() => calls >= 1, { message: 'first look' });
       const seen = calls;

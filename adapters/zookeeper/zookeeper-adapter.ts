@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
 import {
+  DEFAULT_GROUP,
+  DEFAULT_NAMESPACE,
   MARK_TASK,
   instanceId,
   serviceKeyString,
@@ -54,6 +56,9 @@ interface Ensured {
 }
 
 const MAX_WARNED_PATHS = 10_000;
+
+/** The scope wildcard of `*` tasks: every namespace, or every group. */
+const ANY = '*';
 
 /**
  * The ZooKeeper side of regsync: reads, watches and writes services of one ZooKeeper cluster laid
@@ -131,12 +136,16 @@ export class ZooKeeperAdapter implements RegistryAdapter {
 
   /**
    * Every service under the root; `scope` (namespace, group) has no meaning in ZooKeeper and is
-   * copied into the keys. Dubbo: one `providers:{interface}:{version}:{group}` per combination some
-   * provider has; Curator: every service directory.
+   * copied into the keys, except `*` (every namespace, every group), which lists the same services
+   * under the default namespace and group (`public`, `DEFAULT_GROUP`): a ZooKeeper cluster is one
+   * namespace and one group. Dubbo: one `providers:{interface}:{version}:{group}` per combination
+   * some provider has; Curator: every service directory.
    */
   async listServices(scope: { namespace: string; group: string }): Promise<ServiceKey[]> {
     const names = await this.layout.listServiceNames();
-    return names.map((name) => ({ namespace: scope.namespace, group: scope.group, name }));
+    const namespace = scope.namespace === ANY ? DEFAULT_NAMESPACE : scope.namespace;
+    const group = scope.group === ANY ? DEFAULT_GROUP : scope.group;
+    return names.map((name) => ({ namespace, group, name }));
   }
 
   /**

@@ -18,7 +18,10 @@ export type BeatResult = 'ok' | 'unknown';
  */
 export interface RegistryAdapter {
   readonly clusterId: string;
-  /** Services of a namespace and group. */
+  /**
+   * Services of a namespace and group. Either may be `*`: every namespace (group) the registry has;
+   * each key then carries its real namespace and group. Rejects rather than answer part of a list.
+   */
   listServices(scope: { namespace: string; group: string }): Promise<ServiceKey[]>;
   /**
    * Calls `onChange` whenever services may have appeared or vanished in the scope (tasks for `*`).

@@ -179,6 +179,94 @@ describe('v1 naming API', () => {
   });
 });
 
+/** The catalog list (`GET /nacos/v1/ns/catalog/services`): what Nacos 2.x answers, every group at once. */
+describe('v1 catalog service list', () => {
+  let registry: RunningRegistry;
+  const NS = 'catalog';
+
+  const catalog = async (params: Record<string, string | number | boolean>) => {
+    const res = await fetch(`${registry.url}/nacos/v1/ns/catalog/services?${formOf(params).toString()}`);
+    const text = await res.text();
+    return { status: res.status, text, body: (res.ok ? JSON.parse(text) : undefined) as unknown };
+  };
+  const names = (body: unknown) => (body as { serviceList: Array<{ groupName: string; name: string }> }).serviceList.map((s) => `${s.groupName}@@${s.name}`);
+
+  beforeAll(async () => {
+    registry = await startRegistry({ port: 0 });
+    const put = (groupName: string, name: string, ip: string, over: Partial<{ healthy: boolean; clusterName: string }> = {}) =>
+      registry.store.register(NS, groupName, name, {
+        ip, port: 8080, weight: 1, healthy: over.healthy ?? true, enabled: true, ephemeral: false, clusterName: over.clusterName ?? 'DEFAULT', metadata: { zone: 'a' },
+      });
+    put('DEFAULT_GROUP', 'orders', '10.8.20.1');
+    put('DEFAULT_GROUP', 'orders', '10.8.20.2', { healthy: false, clusterName: 'BJ' });
+    put('PAYMENTS', 'ledger', '10.8.20.3');
+    put('PAYMENTS', 'orders-audit', '10.8.20.4');
+    put('SEARCH', 'indexer', '10.8.20.5', { healthy: false });
+    registry.store.createService(NS, 'SEARCH', 'empty', { protectThreshold: 0, metadata: {}, selector: { type: 'none' } });
+    registry.store.register('public', 'DEFAULT_GROUP', 'elsewhere', {
+      ip: '10.8.20.6', port: 1, weight: 1, healthy: true, enabled: true, ephemeral: false, clusterName: 'DEFAULT', metadata: {},
+    });
+  });
+  afterAll(async () => {
+    await registry.close();
+  });
+
+  it('lists every group of one namespace with the ServiceView fields, the count being the total', async () => {
+    const { status, body } = await catalog({ namespaceId: NS, pageNo: 1, pageSize: 100, withInstances: false });
+    expect(status).toBe(200);
+    expect(body).toEqual({
+      count: 5,
+      serviceList: [
+        { name: 'orders', groupName: 'DEFAULT_GROUP', clusterCount: 2, ipCount: 2, healthyInstanceCount: 1, triggerFlag: 'false' },
+        { name: 'ledger', groupName: 'PAYMENTS', clusterCount: 1, ipCount: 1, healthyInstanceCount: 1, triggerFlag: 'false' },
+        { name: 'orders-audit', groupName: 'PAYMENTS', clusterCount: 1, ipCount: 1, healthyInstanceCount: 1, triggerFlag: 'false' },
+        { name: 'empty', groupName: 'SEARCH', clusterCount: 0, ipCount: 0, healthyInstanceCount: 0, triggerFlag: 'false' },
+        // No healthy instance is at or below a threshold of 0: protection would trigger.
+        { name: 'indexer', groupName: 'SEARCH', clusterCount: 1, ipCount: 1, healthyInstanceCount: 0, triggerFlag: 'true' },
+      ],
+    });
+    // Without a namespace: the public one only.
+    expect(names((await catalog({ pageNo: 1, pageSize: 100 })).body)).toEqual(['DEFAULT_GROUP@@elsewhere']);
+    expect((await catalog({ namespaceId: 'nobody-here', pageNo: 1, pageSize: 10 })).body).toEqual({ count: 0, serviceList: [] });
+  });
+
+  it('pages, and filters by substrings of group and name, and by having instances', async () => {
+    const first = await catalog({ namespaceId: NS, pageNo: 1, pageSize: 2 });
+    const second = await catalog({ namespaceId: NS, pageNo: 2, pageSize: 2 });
+    const third = await catalog({ namespaceId: NS, pageNo: 3, pageSize: 2 });
+    expect([first, second, third].map((p) => (p.body as { count: number }).count)).toEqual([5, 5, 5]);
+    expect([...names(first.body), ...names(second.body), ...names(third.body)]).toEqual([
+      'DEFAULT_GROUP@@orders', 'PAYMENTS@@ledger', 'PAYMENTS@@orders-audit', 'SEARCH@@empty', 'SEARCH@@indexer',
+    ]);
+    expect(names((await catalog({ namespaceId: NS, pageNo: 4, pageSize: 2 })).body)).toEqual([]);
+    expect(names((await catalog({ namespaceId: NS, pageNo: 1, pageSize: 10, groupNameParam: 'PAY' })).body)).toEqual(['PAYMENTS@@ledger', 'PAYMENTS@@orders-audit']);
+    expect(names((await catalog({ namespaceId: NS, pageNo: 1, pageSize: 10, serviceNameParam: 'orders' })).body)).toEqual(['DEFAULT_GROUP@@orders', 'PAYMENTS@@orders-audit']);
+    expect(names((await catalog({ namespaceId: NS, pageNo: 1, pageSize: 10, groupNameParam: 'PAYMENTS', serviceNameParam: 'audit' })).body)).toEqual(['PAYMENTS@@orders-audit']);
+    const nonEmpty = await catalog({ namespaceId: NS, pageNo: 1, pageSize: 10, hasIpCount: true });
+    expect((nonEmpty.body as { count: number }).count).toBe(4);
+    expect(names(nonEmpty.body)).not.toContain('SEARCH@@empty');
+    expect(await catalog({ namespaceId: NS, pageNo: 0, pageSize: 10 })).toMatchObject({
+      status: 400,
+      text: "caused: Param 'pageNo' must be an integer from 1 to 9007199254740991, got: 0;",
+    });
+  });
+
+  it('answers ServiceDetailInfo entries with withInstances=true', async () => {
+    const { body } = await catalog({ namespaceId: NS, pageNo: 1, pageSize: 1, withInstances: true });
+    expect(body).toEqual([
+      {
+        serviceName: 'orders',
+        groupName: 'DEFAULT_GROUP',
+        metadata: {},
+        clusterMap: {
+          DEFAULT: { hosts: [{ ip: '10.8.20.1', port: 8080, valid: true, marked: false, metadata: { zone: 'a' }, weight: 1, enabled: true }] },
+          BJ: { hosts: [{ ip: '10.8.20.2', port: 8080, valid: false, marked: false, metadata: { zone: 'a' }, weight: 1, enabled: true }] },
+        },
+      },
+    ]);
+  });
+});
+
 describe('v1 login', () => {
   let registry: RunningRegistry;
   beforeAll(async () => {
@@ -200,5 +288,9 @@ describe('v1 login', () => {
     expect(login.tokenTtl).toBe(18000);
     expect((await fetch(`${listUrl}&accessToken=${encodeURIComponent(login.accessToken)}`)).status).toBe(200);
     expect((await fetch(`${listUrl}&accessToken=forged`)).status).toBe(403);
+    // The lists across groups and namespaces are naming calls too.
+    const catalogUrl = `${registry.url}/nacos/v1/ns/catalog/services?pageNo=1&pageSize=10`;
+    expect((await fetch(catalogUrl)).status).toBe(403);
+    expect((await fetch(`${catalogUrl}&accessToken=${encodeURIComponent(login.accessToken)}`)).status).toBe(200);
   });
 });

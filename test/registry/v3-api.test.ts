@@ -134,6 +134,15 @@ describe('v3 naming API', () => {
       ['public', 'public'],
       ['prod', 'Production'],
     ]);
+    // Without groupNameParam the service list covers every group of the namespace (what a `*` group lists).
+    await call('POST', '/nacos/v3/admin/ns/instance', { namespaceId: 'prod', groupName: 'OTHER', serviceName: 'v3-ns-other', ip: '10.9.4.2', port: 1, ephemeral: false });
+    const everyGroup = await call<{ totalCount: number; pageItems: Array<{ name: string; groupName: string }> }>('GET', '/nacos/v3/admin/ns/service/list', {
+      namespaceId: 'prod',
+      pageNo: 1,
+      pageSize: 10,
+    });
+    expect(everyGroup.body.data.totalCount).toBe(2);
+    expect(everyGroup.body.data.pageItems.map((i) => `${i.groupName}@@${i.name}`)).toEqual(['DEFAULT_GROUP@@v3-ns', 'OTHER@@v3-ns-other']);
   });
 
   it('answers a missing or invalid parameter with 400 and a Nacos error code, changing nothing', async () => {

@@ -179,6 +179,21 @@ export function registerV1Routes(app: FastifyInstance, ctx: RegistryContext): vo
     return reply.send({ count: names.length, doms: names.slice((pageNo - 1) * pageSize, pageNo * pageSize) });
   }));
 
+  // The catalog list (Nacos 2.x `CatalogController.listDetail` over `CatalogServiceV2Impl`): every
+  // service of a namespace, optionally filtered by substrings of group and name, in pages.
+  app.get('/nacos/v1/ns/catalog/services', route((p, _req, reply) => {
+    const pageNo = p.int('pageNo', 1, 1, Number.MAX_SAFE_INTEGER);
+    const pageSize = p.int('pageSize', 10, 1, 10_000);
+    const services = catalogServices(store.listServices(p.namespace()), {
+      group: p.optional('groupNameParam'),
+      name: p.optional('serviceNameParam'),
+      nonEmptyOnly: p.bool('hasIpCount', false),
+    });
+    const page = services.slice((pageNo - 1) * pageSize, pageNo * pageSize);
+    if (p.bool('withInstances', false)) return reply.send(page.map(serviceDetailInfo));
+    return reply.send({ count: services.length, serviceList: page.map(serviceView) });
+  }));
+
   app.get('/nacos/v1/ns/operator/metrics', route((_p, _req, reply) => {
     let serviceCount = 0;
     let instanceCount = 0;
@@ -250,6 +265,51 @@ function serviceDetail(service: StoredService): Record<string, unknown> {
     selector: selectorView(service.selector),
     clusters: clusters.map((c) => ({ name: c, healthChecker: null, metadata: {} })),
   };
+}
+
+/**
+ * What the catalog list keeps: Nacos matches `group@@name` against `.*{group}.*@@.*{name}.*`
+ * (blank parts match anything), which for plain names is a substring test; `hasIpCount` leaves
+ * empty services out.
+ */
+function catalogServices(
+  services: StoredService[],
+  filter: { group: string | undefined; name: string | undefined; nonEmptyOnly: boolean },
+): StoredService[] {
+  return services.filter(
+    (s) =>
+      (filter.group === undefined || s.groupName.includes(filter.group)) &&
+      (filter.name === undefined || s.name.includes(filter.name)) &&
+      (!filter.nonEmptyOnly || s.instances.size > 0),
+  );
+}
+
+/**
+ * One `serviceList` entry of the catalog list, as Nacos 2.x's `ServiceView`. `triggerFlag` says
+ * whether the healthy share is at or below the protect threshold (`"false"` for an empty service:
+ * Java compares NaN as false).
+ */
+function serviceView(service: StoredService): Record<string, unknown> {
+  const instances = [...service.instances.values()];
+  const healthy = instances.filter((i) => i.healthy).length;
+  return {
+    name: service.name,
+    groupName: service.groupName,
+    clusterCount: new Set(instances.map((i) => i.clusterName)).size,
+    ipCount: instances.length,
+    healthyInstanceCount: healthy,
+    triggerFlag: String(instances.length > 0 && healthy / instances.length <= service.protectThreshold),
+  };
+}
+
+/** One entry of the catalog list with `withInstances=true` (Nacos 2.x `ServiceDetailInfo`): a plain array, no count. */
+function serviceDetailInfo(service: StoredService): Record<string, unknown> {
+  const clusterMap: Record<string, { hosts: Array<Record<string, unknown>> }> = {};
+  for (const i of service.instances.values()) {
+    const cluster = (clusterMap[i.clusterName] ??= { hosts: [] });
+    cluster.hosts.push({ ip: i.ip, port: i.port, valid: i.healthy, marked: false, metadata: { ...i.metadata }, weight: i.weight, enabled: i.enabled });
+  }
+  return { serviceName: service.name, groupName: service.groupName, metadata: { ...service.metadata }, clusterMap };
 }
 
 interface Beat {
