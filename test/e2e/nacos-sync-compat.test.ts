@@ -97,6 +97,17 @@ describe('a script written for nacos-sync', () => {
     expect((await nacosSync('GET', '/v1/task/list?pageNum=1&pageSize=10')).totalSize).toBe(0);
     expect((await api(url, 'GET', `/v1/task/detail?taskId=${taskId}`)).body).toMatchObject({ success: false });
 
+    // POST /v1/task/addAll: every service of every group, Dubbo consumer entries left out.
+    natives.push(await registerNative(() => shanghai, 'payments', '10.40.1.1', 8080));
+    natives.push(await registerNative(() => shanghai, 'consumers:com.acme.Orders::', '10.40.1.2', 8080));
+    await nacosSync('POST', '/v1/task/addAll', { sourceClusterId: idOf('shanghai'), destClusterId: idOf('beijing') });
+    await waitUntil(() => copiesIn(beijing, 'orders').length === 1 && copiesIn(beijing, 'payments').length === 1, { message: 'every service copied' });
+    expect(copiesIn(beijing, 'consumers:com.acme.Orders::')).toEqual([]);
+    const all = await nacosSync('GET', '/v1/task/list?pageNum=1&pageSize=10');
+    expect(all.taskModels).toHaveLength(1);
+    await nacosSync('DELETE', `/v1/task/deleteInBatch?taskIds=${all.taskModels[0].taskId}`);
+    await waitUntil(() => copiesIn(beijing, 'orders').length === 0 && copiesIn(beijing, 'payments').length === 0, { message: 'addAll copies removed' });
+
     // DELETE /v1/cluster/delete?clusterId=.
     await nacosSync('DELETE', `/v1/cluster/delete?clusterId=${idOf('beijing')}`);
     const left = await nacosSync('GET', '/v1/cluster/list?pageNum=1&pageSize=10');
