@@ -1,14 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MARK_TASK } from '../../src/model/types.js';
-import type { InstanceInput } from '../../src/registry/naming-store.js';
 import type { RunningRegistry } from '../../src/registry/index.js';
-import { addRegistry, api, defineClusters, defineTask, startFixture, startSync, stopFixture, type SyncFixture } from '../support/sync-fixture.js';
+import { addRegistry, api, persistent, defineClusters, defineTask, startFixture, startSync, stopFixture, type SyncFixture } from '../support/sync-fixture.js';
 import { waitUntil } from '../support/wait-until.js';
-
-/** A persistent instance as the embedded store takes it (no beats needed); the address is made up. */
-function persistent(ip: string, metadata: Record<string, string> = {}): InstanceInput {
-  return { ip, port: 8080, weight: 1, healthy: true, enabled: true, ephemeral: false, clusterName: 'DEFAULT', metadata };
-}
 
 const ipsOf = (registry: RunningRegistry, namespace: string, group: string, service: string): string[] =>
   [...(registry.store.getService(namespace, group, service)?.instances.values() ?? [])]

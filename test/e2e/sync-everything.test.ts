@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MARK_TASK } from '../../src/model/types.js';
-import type { InstanceInput } from '../../src/registry/naming-store.js';
 import type { RunningRegistry } from '../../src/registry/index.js';
-import { addRegistry, api, defineTask, startFixture, startSync, stopFixture, type SyncFixture } from '../support/sync-fixture.js';
+import { addRegistry, api, persistent, defineTask, startFixture, startSync, stopFixture, type SyncFixture } from '../support/sync-fixture.js';
 import { waitUntil } from '../support/wait-until.js';
 
 const NAMESPACES = ['public', 'dev'];
@@ -16,10 +15,6 @@ function placeOf(n: number): { namespace: string; group: string; name: string; i
     name: `svc-${n}`,
     ip: `10.50.${Math.floor(n / 250)}.${n % 250}`,
   };
-}
-
-function persistent(ip: string): InstanceInput {
-  return { ip, port: 8080, weight: 1, healthy: true, enabled: true, ephemeral: false, clusterName: 'DEFAULT', metadata: {} };
 }
 
 /** Copies in `registry`, over every namespace and group, as `namespace/group/name`. */

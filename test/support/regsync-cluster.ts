@@ -39,6 +39,16 @@ export class RegsyncCluster {
   private readonly finished: Array<{ name: string; output: string }> = [];
   private readonly names = new Map<RegsyncProcess, string>();
 
+  /** Every worker process started, stopping and stopped ones included, by pid: who sent what, to the end. */
+  workerPids(): Map<number, string> {
+    const pids = new Map<number, string>();
+    for (const p of this.all) {
+      const name = this.names.get(p);
+      if (p.proc.pid !== undefined && name?.startsWith('worker ')) pids.set(p.proc.pid, name.slice('worker '.length));
+    }
+    return pids;
+  }
+
   constructor(
     readonly redisUrl: string,
     /** Extra arguments of every worker (e.g. `--shards 8 --replicas 2 --lease-ttl-ms 2000`). */
@@ -388,8 +398,9 @@ export async function startBeatTap(target: RunningRegistry, cluster: RegsyncClus
   const senderOf = (socket: Socket): string => {
     const known = senders.get(socket);
     if (known !== undefined) return known;
-    const pids = new Map([...cluster.workers].map(([id, p]) => [p.proc.pid, id] as const));
-    const pid = pidOfPeer(socket.remotePort ?? 0, (server.address() as AddressInfo).port, [...pids.keys()].filter((p): p is number => p !== undefined));
+    // A stopping worker is no longer among `cluster.workers` but may still send: look among them all.
+    const pids = cluster.workerPids();
+    const pid = pidOfPeer(socket.remotePort ?? 0, (server.address() as AddressInfo).port, [...pids.keys()]);
     if (pid === undefined) return '?';
     const sender = pids.get(pid) ?? `pid ${pid}`;
     senders.set(socket, sender);

@@ -4,6 +4,7 @@ import { createLogger, silentLogger } from '../../src/log.js';
 import { MARK_TASK } from '../../src/model/types.js';
 import { startNode, type NodeOptions, type RegsyncNode } from '../../src/node.js';
 import { startRegistry, type RegistryOptions, type RunningRegistry, type StoredInstance } from '../../src/registry/index.js';
+import type { InstanceInput } from '../../src/registry/naming-store.js';
 import { formOf } from './http.js';
 import { startRedis, type RedisServer } from './redis.js';
 
@@ -114,6 +115,11 @@ export async function registerNative(
       await fetch(`${registry().url}/nacos/v1/ns/instance?${formOf({ serviceName: service, ip, port })}`, { method: 'DELETE' });
     },
   };
+}
+
+/** A persistent instance as the embedded store takes it (no beats needed); the address is made up. */
+export function persistent(ip: string, metadata: Record<string, string> = {}): InstanceInput {
+  return { ip, port: 8080, weight: 1, healthy: true, enabled: true, ephemeral: false, clusterName: 'DEFAULT', metadata };
 }
 
 /** Counts the changes a registry makes visible (each is at least one write). */
