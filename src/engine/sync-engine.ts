@@ -43,6 +43,8 @@ interface ActiveTask {
   unwatchServices?: Unsubscribe;
   /** `*` tasks: service syncs whose service the source stopped listing, and since when (ms). */
   missing: Map<string, number>;
+  /** The pending re-list that confirms or clears {@link missing}. */
+  recheck?: NodeJS.Timeout | undefined;
   /** What the last expansion could not do (services over the limit, clashing names); shown as the task's error. */
   problem: string | null;
 }
@@ -371,7 +373,13 @@ export class SyncEngine implements TaskControl {
       active.missing.delete(key);
       if (this.leads(sync.shard)) gone.push(key);
     }
-    if (recheck) setTimeout(() => this.refreshServices(active), confirmMs).unref();
+    if (recheck && active.recheck === undefined) {
+      active.recheck = setTimeout(() => {
+        active.recheck = undefined;
+        this.refreshServices(active);
+      }, confirmMs);
+      active.recheck.unref();
+    }
     if (gone.length === 0) return;
     this.log.info({ task: active.task.id, services: gone.length }, 'services gone from the source; removing their copies');
     void this.enqueueAll(gone, 'change').catch((err: unknown) => this.log.warn({ err, task: active.task.id }, 'cannot queue the removal of copies; the next full sync does it'));
@@ -414,6 +422,7 @@ export class SyncEngine implements TaskControl {
     if (!active) return;
     this.active.delete(taskId);
     clearInterval(active.timer);
+    clearTimeout(active.recheck);
     active.unwatchServices?.();
     for (const { unwatch } of active.services.values()) unwatch?.();
     this.opts.heartbeats.clearPrefix(taskKeyPrefix(taskId));
