@@ -5,8 +5,9 @@
 //   node scripts/bootstrap.mjs bench [bench args...]   build bench/ and run the benchmarks
 //
 // It first brings the checkout up to date: `npm ci` when node_modules is missing or older than
-// package-lock.json, `npm run build` when dist/ is older than the sources. Plain Node ESM with node:
-// builtins only, because it runs before node_modules may exist.
+// package-lock.json, `npm run build` when dist/ (the compiled sources and the dashboard) is older
+// than the sources. Plain Node ESM with node: builtins only, because it runs before node_modules
+// may exist.
 import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { constants } from 'node:os';
@@ -41,8 +42,13 @@ function mtimeMs(path) {
   }
 }
 
-/** Newest modification time of the .ts files (tests excluded: the build skips them) under `dir`. */
-function newestSource(dir) {
+/** Whether a file is compiled by the build: .ts files, tests excluded. */
+function isBuiltSource(name) {
+  return name.endsWith('.ts') && !name.endsWith('.test.ts');
+}
+
+/** Newest modification time of the files under `dir` that `accept` takes (default: what the build compiles). */
+function newestSource(dir, accept = isBuiltSource) {
   let newest = 0;
   let entries;
   try {
@@ -53,8 +59,8 @@ function newestSource(dir) {
   for (const entry of entries) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) {
-      if (entry.name !== 'node_modules') newest = Math.max(newest, newestSource(path));
-    } else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) {
+      if (entry.name !== 'node_modules') newest = Math.max(newest, newestSource(path, accept));
+    } else if (accept(entry.name)) {
       newest = Math.max(newest, mtimeMs(path) ?? 0);
     }
   }
@@ -70,15 +76,20 @@ function ensureNodeModules() {
 }
 
 function ensureBuild() {
-  const built = mtimeMs(join(root, 'dist', 'src', 'cli', 'main.js'));
+  // The build writes the compiled sources first, then the dashboard: the oldest output is the one to compare.
+  const outputs = [join(root, 'dist', 'src', 'cli', 'main.js'), join(root, 'dist', 'dashboard', 'index.html')].map(mtimeMs);
+  const built = outputs.includes(undefined) ? undefined : Math.min(...outputs);
   const sources = Math.max(
     newestSource(join(root, 'src')),
     newestSource(join(root, 'adapters')),
+    // The dashboard's page, style sheet and copy step too, not only its .ts files.
+    newestSource(join(root, 'src', 'dashboard'), (name) => !name.endsWith('.test.ts')),
     mtimeMs(join(root, 'tsconfig.json')) ?? 0,
     mtimeMs(join(root, 'tsconfig.build.json')) ?? 0,
+    mtimeMs(join(root, 'tsconfig.dashboard.json')) ?? 0,
   );
   if (built !== undefined && built >= sources) return 0;
-  header(built === undefined ? 'npm run build (dist/ is missing)' : 'npm run build (sources changed)');
+  header(built === undefined ? 'npm run build (dist/ is missing or incomplete)' : 'npm run build (sources changed)');
   return run(npm, ['run', 'build']);
 }
 
@@ -142,7 +153,8 @@ function newestBenchInput() {
  */
 async function bench(args) {
   header('system packages (node test/support/setup-system.mjs)');
-  let code = ensureSystemPackages();
+  // The benchmarks drive no browser.
+  let code = ensureSystemPackages({ chromium: false });
   if (code !== 0) return code;
   const built = mtimeMs(join(root, 'dist', 'bench', 'run.js'));
   if (built === undefined || built < newestBenchInput()) {

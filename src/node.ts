@@ -5,6 +5,8 @@ import { createKubernetesAdapter } from '../adapters/kubernetes/index.js';
 import { createNacosAdapter } from '../adapters/nacos/index.js';
 import { createZooKeeperAdapter } from '../adapters/zookeeper/index.js';
 import { buildApiApp } from './api/index.js';
+import type { ApiToken } from './api/auth-tokens.js';
+import type { RateLimitSettings } from './api/rate-limit.js';
 import type { CmdbCache } from './cmdb/cache.js';
 import { DeploymentView } from './coord/deployment-view.js';
 import {
@@ -21,12 +23,14 @@ import {
 import { AdapterPool, type AdapterFactory } from './engine/adapter-pool.js';
 import { ControlBus, type ControlMessage } from './engine/control-bus.js';
 import { HeartbeatScheduler } from './engine/heartbeat-scheduler.js';
+import { combineObservers } from './engine/observer.js';
 import { LiveSets } from './engine/live-sets.js';
 import { SourceAddresses } from './engine/source-addresses.js';
 import { Reconciler } from './engine/reconciler.js';
 import { SyncEngine } from './engine/sync-engine.js';
 import type { ClusterKind } from './model/types.js';
 import type { TaskControl } from './engine/control.js';
+import { RegsyncMetrics, startMetricsServer, TaskEventLog, type MetricsServer } from './metrics/index.js';
 import { ShardQueues, ShardWorker } from './queue/shard-queue.js';
 import { RegsyncStore } from './store/index.js';
 import { within } from './util/within.js';
@@ -41,6 +45,10 @@ export interface NodeOptions {
   roles?: readonly NodeRole[];
   /** Where the REST API listens (role `api`). */
   listen?: { host: string; port: number } | undefined;
+  /** Tokens the REST API requires (read or admin); none: it is open, and says so in the log. */
+  apiTokens?: readonly ApiToken[] | undefined;
+  /** Requests per client address the REST API takes (default 600 a minute); `false`: no limit. */
+  apiRateLimit?: RateLimitSettings | false | undefined;
   /** Prefix of every Redis key (store, coordination and queues). Default `regsync`. */
   prefix?: string;
   logger: Logger;
@@ -64,6 +72,11 @@ export interface NodeOptions {
    * and closed by the caller. Its changes reconcile the service syncs of the IPs they name.
    */
   cmdb?: { cache: CmdbCache; describe: string } | undefined;
+  /**
+   * Where a listener serving only `GET /metrics` and `GET /healthz` runs (`regsync worker
+   * --metrics-listen`); default none. A process with the API serves `/metrics` on the API port anyway.
+   */
+  metricsListen?: { host: string; port: number } | undefined;
 }
 
 /** A running regsync process. */
@@ -80,6 +93,12 @@ export interface RegsyncNode {
   app: FastifyInstance | undefined;
   /** The shard coordinator (role `worker`). */
   coordinator: ShardCoordinator | undefined;
+  /** This process's Prometheus metrics (served by the API's `/metrics` and the metrics listener). */
+  metrics: RegsyncMetrics;
+  /** `http://host:port` of the metrics listener, when {@link NodeOptions.metricsListen} asked for one. */
+  metricsUrl: string | undefined;
+  /** The deployment's task event log (written by reconciles and API changes, read by the event routes). */
+  events: TaskEventLog;
   /**
    * Graceful stop: hands the led shards over (leases released), lets running reconciles finish,
    * stops beats and closes connections.
@@ -126,8 +145,25 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
   const shardOfKey = (key: string): number => shardOf(key, deployment.shards);
 
   const store = new RegsyncStore(storeRedis, prefix);
-  const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: createNacosAdapter, zookeeper: createZooKeeperAdapter, kubernetes: createKubernetesAdapter, ...options.adapters }, logger);
-  const heartbeats = new HeartbeatScheduler({ logger });
+  // Metrics and events follow the engine through its observer; the engine knows neither.
+  const metrics = new RegsyncMetrics({ logger });
+  const events = new TaskEventLog({ redis: storeRedis, prefix, logger, connect: () => connect({ maxRetriesPerRequest: null }) });
+  const observer = combineObservers(metrics, events.observer);
+  const nacos: AdapterFactory = (spec, deps) =>
+    createNacosAdapter(spec, { ...deps, onRequestError: (code) => metrics.adapterRequestError(spec.id, code) });
+  const adapters = new AdapterPool((id) => store.getCluster(id), { nacos, zookeeper: createZooKeeperAdapter, kubernetes: createKubernetesAdapter, ...options.adapters }, logger);
+  const heartbeats = new HeartbeatScheduler({ logger, observer });
+  // Bound before this process joins anything: an address in use stops it with nothing to undo.
+  let metricsServer: MetricsServer | undefined;
+  if (options.metricsListen) {
+    try {
+      metricsServer = await startMetricsServer(metrics, options.metricsListen, logger);
+    } catch (err) {
+      closeConnections();
+      throw err;
+    }
+    logger.info({ url: metricsServer.url }, 'metrics listening');
+  }
   const queues = new ShardQueues({ connection: queueRedis, prefix: `${prefix}:bull`, changeDelayMs: options.changeDelayMs }, shardOfKey);
   const liveSets = new LiveSets(storeRedis, prefix);
   const sourceAddresses = new SourceAddresses();
@@ -153,6 +189,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     cmdb: options.cmdb?.cache,
     sourceAddresses,
     stillListed: (key) => engine.stillListed(key),
+    observer,
     ...(options.confirmEmptyMs !== undefined ? { confirmEmptyMs: options.confirmEmptyMs } : {}),
   });
   const engine: SyncEngine = new SyncEngine({
@@ -187,6 +224,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
         ...(cmdb ? { status: () => ({ cmdb: { provider: cmdb.describe, ...cmdb.cache.status() } }) } : {}),
       });
       coordinator = created;
+      metrics.knowShards(deployment.shards);
       created.on('replicas', (served) => {
         const want = new Set(served);
         for (const [shard, worker] of workers) {
@@ -216,6 +254,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
       });
       created.on('lead', (shard, token) => {
         log.info({ shard, token }, 'leading shard');
+        metrics.shardLeader(shard, true);
         void (async () => {
           for (const [key, instances] of await liveSets.load(shard)) await engine.restoreBeats(key, instances);
           await engine.leadShard(shard);
@@ -223,6 +262,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
       });
       created.on('unlead', (shard, reason) => {
         log.info({ shard, reason }, 'no longer leading shard');
+        metrics.shardLeader(shard, false);
         engine.unleadShard(shard);
       });
       await liveSets.listen(subscriber, (shard, key) => {
@@ -239,6 +279,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     }
   } catch (err) {
     await coordinator?.stop().catch(() => undefined);
+    await metricsServer?.close();
     closeConnections();
     throw err;
   }
@@ -264,8 +305,17 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     const local: TaskControl = roles.has('worker')
       ? engine
       : { taskChanged: async () => {}, resync: async () => {}, clusterChanged: (id) => adapters.invalidate(id), removeTask: (id) => engine.removeTask(id) };
-    const control = bus.control(local, async () => (await listWorkers(storeRedis, prefix)).map((w) => w.id));
-    app = await buildApiApp({ store, control, redis: storeRedis, logger, deployment: view });
+    const control = withEvents(
+      bus.control(local, async () => (await listWorkers(storeRedis, prefix)).map((w) => w.id)),
+      events,
+      store,
+    );
+    metrics.watchDeployment({
+      shards: async () => (await current()).shards,
+      queueDepth: (shard) => queues.depth(shard),
+      instancesManaged: () => copiesPerTask(store),
+    });
+    app = await buildApiApp({ store, control, redis: storeRedis, logger, tokens: options.apiTokens, rateLimit: options.apiRateLimit, deployment: view, metrics, events });
     await app.listen({ host: options.listen.host, port: options.listen.port });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : options.listen.port;
@@ -283,6 +333,9 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     store,
     app,
     coordinator,
+    metrics,
+    metricsUrl: metricsServer?.url,
+    events,
     async close() {
       // Every step is bounded: a connection stuck reconnecting must not keep the process from exiting.
       const step = async (what: string, work: Promise<unknown>, ms: number) => {
@@ -290,6 +343,8 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
       };
       cmdb?.cache.off('change', onLabelsChanged);
       await step('api', app?.close() ?? Promise.resolve(), 5_000);
+      await step('metrics listener', metricsServer?.close() ?? Promise.resolve(), 2_000);
+      await step('task event reader', events.close(), 2_000);
       // Hand the led shards over first, so that the others start beating while this one winds down.
       await step('leases', coordinator?.stop() ?? Promise.resolve(), 10_000);
       await engine.stop();
@@ -301,6 +356,65 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
       closeConnections();
     },
   };
+}
+
+/**
+ * The API's engine control, recording a `task` or `cluster` event for every change the API makes
+ * (after the store holds it; recorded even when telling the engine failed, since the change stands).
+ */
+function withEvents(control: TaskControl, events: TaskEventLog, store: RegsyncStore): TaskControl {
+  return {
+    async taskChanged(taskId) {
+      try {
+        await control.taskChanged(taskId);
+      } finally {
+        const task = await store.getTask(taskId).catch(() => undefined);
+        await events.record({
+          kind: 'task',
+          taskId,
+          message: task
+            ? `task saved, ${task.state}: ${task.source} -> ${task.destination}, service ${task.service} of ${task.namespace}/${task.group}`
+            : 'task changed',
+        });
+      }
+    },
+    async resync(taskId) {
+      await control.resync(taskId);
+      await events.record({ kind: 'task', taskId, message: 'reconcile of every service asked for' });
+    },
+    async removeTask(taskId) {
+      const task = await store.getTask(taskId).catch(() => undefined);
+      const where = task ? ` from ${task.destination}` : '';
+      try {
+        await control.removeTask(taskId);
+      } catch (err) {
+        await events.record({ kind: 'error', taskId, message: `removing the task's copies${where} failed: ${err instanceof Error ? err.message : String(err)}` });
+        throw err;
+      }
+      await events.record({ kind: 'task', taskId, message: `every copy the task wrote was removed${where} (the task is deleted, or replaced by one copying elsewhere)` });
+    },
+    async clusterChanged(clusterId) {
+      try {
+        await control.clusterChanged(clusterId);
+      } finally {
+        const [spec, users] = await Promise.all([store.getCluster(clusterId).catch(() => undefined), store.tasksUsingCluster(clusterId).catch(() => [])]);
+        const message = spec ? `cluster ${clusterId} saved (${spec.kind}, ${spec.endpoints.length} endpoint(s))` : `cluster ${clusterId} deleted`;
+        if (users.length === 0) await events.record({ kind: 'cluster', clusterId, message });
+        for (const task of users) await events.record({ kind: 'cluster', clusterId, taskId: task.id, message });
+      }
+    },
+  };
+}
+
+/** Copies per running task: the sum of the destination instances in its service statuses. */
+async function copiesPerTask(store: RegsyncStore): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const task of await store.listTasks()) {
+    if (task.state !== 'running') continue;
+    const statuses = await store.listServiceStatus(task.id);
+    counts.set(task.id, statuses.reduce((sum, s) => sum + s.destinationInstances, 0));
+  }
+  return counts;
 }
 
 /** Applies a control message from another process to this process's engine. */

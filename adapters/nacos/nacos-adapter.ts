@@ -16,7 +16,7 @@ import { NacosApplyError, type NacosWriteFailure } from './nacos-apply-error.js'
 import { NacosConfigError } from './nacos-config-error.js';
 import { NacosHttp } from './nacos-http.js';
 import { parseEndpoint, parseNacosOptions, type NacosAdapterOptions, type NacosApiVersion, type NacosEndpoint } from './nacos-options.js';
-import { NacosRequestError } from './nacos-request-error.js';
+import { NacosRequestError, type NacosRequestErrorCode } from './nacos-request-error.js';
 import { NacosV1Api } from './nacos-v1-api.js';
 import { NacosV3Api } from './nacos-v3-api.js';
 import { PushReceiver, type PushReceiverStats } from './push-receiver.js';
@@ -45,6 +45,8 @@ function explained(err: unknown, purpose: string): unknown {
 /** What the adapter needs from its surroundings. */
 export interface NacosAdapterDeps {
   logger: Logger;
+  /** Told of every failed request to the cluster, by error code (metrics; see `NacosHttpOptions.onRequestError`). */
+  onRequestError?: ((code: NacosRequestErrorCode) => void) | undefined;
 }
 
 /** A snapshot of an adapter's state, for metrics and diagnostics. */
@@ -114,6 +116,7 @@ export class NacosAdapter implements RegistryAdapter {
       requestTimeoutMs: this.options.requestTimeoutMs,
       credentials: spec.username && spec.password ? { username: spec.username, password: spec.password } : undefined,
       log: this.log,
+      onRequestError: deps.onRequestError,
     });
     this.hub = new WatchHub({
       pollIntervalMs: this.options.pollIntervalMs,

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { Pool } from 'undici';
 import type { NacosEndpoint } from './nacos-options.js';
-import { NacosRequestError } from './nacos-request-error.js';
+import { NacosRequestError, type NacosRequestErrorCode } from './nacos-request-error.js';
 import { NacosTokenSource } from './nacos-token-source.js';
 import type { NacosAnswer, NacosCall } from './nacos-call.js';
 import { Semaphore } from './semaphore.js';
@@ -16,6 +16,12 @@ export interface NacosHttpOptions {
   requestTimeoutMs: number;
   credentials?: { username: string; password: string } | undefined;
   log: Logger;
+  /**
+   * Told of every request that failed (metrics): no endpoint answered or all timed out, or the
+   * caller could not accept the answer (see {@link NacosHttp.error}); not of `nacos-closed`.
+   * Must not throw.
+   */
+  onRequestError?: ((code: NacosRequestErrorCode) => void) | undefined;
 }
 
 /**
@@ -104,6 +110,7 @@ export class NacosHttp {
     detail: string,
     nacosCode?: number,
   ): NacosRequestError {
+    this.options.onRequestError?.(code);
     return new NacosRequestError({
       code,
       clusterId: this.options.clusterId,
@@ -177,6 +184,7 @@ export class NacosHttp {
     }
     if (lastAnswer) return lastAnswer;
     const timedOut = timeouts === attempts;
+    this.options.onRequestError?.(timedOut ? 'nacos-timeout' : 'nacos-unreachable');
     throw new NacosRequestError(
       {
         code: timedOut ? 'nacos-timeout' : 'nacos-unreachable',

@@ -155,7 +155,7 @@ describe('unknown ids', () => {
 describe('unknown routes', () => {
   it('answers 404 not_found for unknown paths and methods', async () => {
     const cases: [InjectOptions['method'], string][] = [
-      ['GET', '/'],
+      ['GET', '/nope'],
       ['GET', '/api/v2/clusters'],
       ['POST', '/api/v1/clusters/a'],
       ['PATCH', '/api/v1/tasks/t1'],

@@ -1,10 +1,16 @@
 import { fastify, LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { silentLogger } from '../log.js';
 import type { ApiDeps, RouteContext } from './api-deps.js';
+import { installAuth, registerAuthRoutes } from './auth.js';
 import { registerClusterRoutes } from './cluster-routes.js';
+import { registerDashboardRoutes } from './dashboard-routes.js';
 import { installErrorHandling, sendApiError } from './error-handler.js';
+import { registerEventRoutes } from './event-routes.js';
+import { registerMetricsRoutes } from './metrics-routes.js';
 import { registerHealthRoutes } from './health-routes.js';
 import { registerNacosSyncRoutes } from './nacos-sync-routes.js';
+import { registerOpenApi } from './openapi.js';
+import { DEFAULT_RATE_LIMIT, installRateLimit } from './rate-limit.js';
 import { registerShardRoutes } from './shard-routes.js';
 import { registerTaskRoutes } from './task-routes.js';
 
@@ -19,7 +25,12 @@ export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024;
  * Validation is strict: unknown fields are rejected rather than dropped, and types are never
  * coerced (`"5000"` is not an integer), so what is stored is exactly what was sent.
  *
- * Deliberately left out: authentication, CORS, SSE and metrics (separate plugins when they come).
+ * Bearer tokens with a read and an admin scope guard `/api/*`, `/v1/*` and `/metrics` when
+ * `deps.tokens` has any (see `installAuth`); every client address is rate-limited (see
+ * `installRateLimit`); the OpenAPI document is at `/api/v1/openapi.json`, its docs page at
+ * `/api/v1/docs` (see `registerOpenApi`).
+ *
+ * Deliberately left out: CORS (the dashboard is served from the same origin).
  */
 export async function buildApiApp(deps: ApiDeps): Promise<FastifyInstance> {
   const log = (deps.logger ?? silentLogger()).child({ component: 'api' });
@@ -36,12 +47,21 @@ export async function buildApiApp(deps: ApiDeps): Promise<FastifyInstance> {
   // JSON only: a text/plain body is answered 415 instead of failing validation as a string.
   app.removeContentTypeParser('text/plain');
   installErrorHandling(app, log, bodyLimitBytes);
+  // Before any plugin or route: root hooks added now cover every route, whoever registers it later.
+  await installRateLimit(app, deps.rateLimit ?? DEFAULT_RATE_LIMIT, log);
+  const tokens = installAuth(app, { tokens: deps.tokens }, log);
+  // Before the routes: the OpenAPI document collects them as they are registered.
+  await registerOpenApi(app);
   const ctx: RouteContext = { store: deps.store, control: deps.control, redis: deps.redis, log };
   registerHealthRoutes(app, ctx);
+  registerAuthRoutes(app, tokens);
   registerClusterRoutes(app, ctx);
   registerTaskRoutes(app, ctx);
   registerNacosSyncRoutes(app, ctx);
   if (deps.deployment) registerShardRoutes(app, deps.deployment);
+  if (deps.metrics) registerMetricsRoutes(app, deps.metrics);
+  if (deps.events) registerEventRoutes(app, deps.events, deps.store, deps.eventRoutes);
+  registerDashboardRoutes(app, ctx);
   // Not `ready()` yet: the caller may add routes (metrics, dashboard) before `listen` or `inject`.
   return app;
 }

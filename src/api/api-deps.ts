@@ -2,6 +2,10 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { DeploymentView } from '../coord/deployment-view.js';
 import type { TaskControl } from '../engine/control.js';
+import type { ApiToken } from './auth-tokens.js';
+import type { RateLimitSettings } from './rate-limit.js';
+import type { EventRoutesOptions, TaskEventSource } from './event-routes.js';
+import type { MetricsSource } from './metrics-routes.js';
 import type { RegsyncStore } from '../store/index.js';
 
 /** What {@link buildApiApp} needs. */
@@ -16,8 +20,18 @@ export interface ApiDeps {
   logger?: Logger;
   /** Largest accepted request body in bytes (default 64 KiB). */
   bodyLimitBytes?: number;
+  /** API tokens (read or admin); none or empty: the API is open, as before tokens existed, and says so in the log. */
+  tokens?: readonly ApiToken[] | undefined;
+  /** Requests per client address and window (default 600 a minute); `false`: no limit. */
+  rateLimit?: RateLimitSettings | false | undefined;
   /** Shards and workers for `/api/v1/shards` and `/api/v1/workers`; those routes are absent without it. */
   deployment?: DeploymentView;
+  /** The process's Prometheus metrics for `GET /metrics`; the route is absent without it. */
+  metrics?: MetricsSource | undefined;
+  /** The task event log for `GET /api/v1/tasks/:id/events` and the `GET /api/v1/events` stream; absent without it. */
+  events?: TaskEventSource | undefined;
+  /** Options of the event routes (the stream's keep-alive period). */
+  eventRoutes?: EventRoutesOptions | undefined;
 }
 
 /** What route modules get: the deps with the defaults applied. */

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
+import { maskSecretsInText } from '../log.js';
 import { ApiError } from './api-error.js';
 import { PATTERN_HINTS } from './schemas.js';
 
@@ -28,7 +29,7 @@ export function installErrorHandling(app: FastifyInstance, log: Logger, bodyLimi
   });
 }
 
-/** Answers any error in the API's shape; 5xx are logged with the original error. */
+/** Answers any error in the API's shape; 5xx are logged with the original error (secrets in it masked by the logger). */
 export function sendApiError(
   error: unknown,
   request: FastifyRequest,
@@ -40,7 +41,11 @@ export function sendApiError(
   if (apiError.status >= 500) {
     log.error({ err: error, method: request.method, url: request.url, code: apiError.code }, 'request failed');
   }
-  return reply.code(apiError.status).type('application/json; charset=utf-8').send(apiError.toBody());
+  const body = apiError.toBody();
+  // Messages may quote what a registry or a client library said: secret-named values and bearer
+  // credentials in them are masked, whatever masked (or forgot to mask) them before.
+  body.error.message = maskSecretsInText(body.error.message);
+  return reply.code(apiError.status).type('application/json; charset=utf-8').send(body);
 }
 
 /** Maps any error a request can raise to the API's error. Exported for tests. */

@@ -24,6 +24,11 @@ export const API_ERRORS = {
     status: 400,
     meaning: "A task's scope or rules cannot work: a wildcard or filter where it means nothing, or mapping rules that would make two services one; the message says which.",
   },
+  unauthorized: {
+    status: 401,
+    meaning: 'The API has tokens and the request carries none, or one that is not valid: send `Authorization: Bearer <token>`.',
+  },
+  forbidden: { status: 403, meaning: "The token's scope does not allow this: a read token can only read (GET); changes need an admin token." },
   not_found: { status: 404, meaning: 'No route matches the method and path.' },
   cluster_not_found: { status: 404, meaning: 'No cluster has this id.' },
   task_not_found: { status: 404, meaning: 'No task has this id.' },
@@ -37,6 +42,10 @@ export const API_ERRORS = {
   body_too_large: { status: 413, meaning: 'The body is larger than the configured limit.' },
   uri_too_long: { status: 414, meaning: 'A path segment (such as an id) is far longer than any valid one.' },
   unsupported_media_type: { status: 415, meaning: 'Bodies must be sent as application/json.' },
+  rate_limited: {
+    status: 429,
+    meaning: 'This client address sent more requests than the rate limit allows; `Retry-After` says when to try again.',
+  },
   internal: { status: 500, meaning: 'An unexpected failure; the server log has the details.' },
   cleanup_failed: {
     status: 502,

@@ -62,26 +62,30 @@ export interface ApplyResult {
   action: 'created' | 'updated' | 'unchanged';
 }
 
-/** Applies declarations through the REST API at `server`: clusters first, then tasks. Idempotent. */
-export async function applyDeclarations(server: string, decl: Declarations): Promise<ApplyResult[]> {
+/**
+ * Applies declarations through the REST API at `server`: clusters first, then tasks. Idempotent.
+ * `token` is sent as `Authorization: Bearer` (an admin token, when the API requires tokens).
+ */
+export async function applyDeclarations(server: string, decl: Declarations, token?: string): Promise<ApplyResult[]> {
+  const call = (method: string, path: string, body?: unknown) => callApi(server, token, method, path, body);
   const results: ApplyResult[] = [];
   for (const cluster of decl.clusters) {
-    const current = await call(server, 'GET', `/api/v1/clusters/${encodeURIComponent(cluster.id)}`);
+    const current = await call('GET', `/api/v1/clusters/${encodeURIComponent(cluster.id)}`);
     // The API never shows passwords, so a declared password is always sent; it counts as a change
     // only when something visible changed too.
     const same = current.status === 200 && sameFields(current.body as Record<string, unknown>, cluster, ['password']);
     if (!same || cluster.password !== undefined) {
-      await expectOk(await call(server, 'PUT', `/api/v1/clusters/${encodeURIComponent(cluster.id)}`, cluster), `cluster ${cluster.id}`);
+      await expectOk(await call('PUT', `/api/v1/clusters/${encodeURIComponent(cluster.id)}`, cluster), `cluster ${cluster.id}`);
     }
     results.push({ kind: 'cluster', id: cluster.id, action: same ? 'unchanged' : current.status === 200 ? 'updated' : 'created' });
   }
   for (const task of decl.tasks) {
-    const current = await call(server, 'GET', `/api/v1/tasks/${encodeURIComponent(task.id)}`);
+    const current = await call('GET', `/api/v1/tasks/${encodeURIComponent(task.id)}`);
     if (current.status === 200 && sameFields(current.body as Record<string, unknown>, task, [])) {
       results.push({ kind: 'task', id: task.id, action: 'unchanged' });
       continue;
     }
-    await expectOk(await call(server, 'PUT', `/api/v1/tasks/${encodeURIComponent(task.id)}`, task), `task ${task.id}`);
+    await expectOk(await call('PUT', `/api/v1/tasks/${encodeURIComponent(task.id)}`, task), `task ${task.id}`);
     results.push({ kind: 'task', id: task.id, action: current.status === 200 ? 'updated' : 'created' });
   }
   return results;
@@ -100,13 +104,13 @@ function normalize(v: unknown): unknown {
   return v;
 }
 
-async function call(server: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+async function callApi(server: string, token: string | undefined, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
   let res: Response;
+  const headers: Record<string, string> = {};
+  if (token !== undefined && token !== '') headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
   try {
-    res = await fetch(`${server.replace(/\/$/, '')}${path}`, {
-      method,
-      ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-    });
+    res = await fetch(`${server.replace(/\/$/, '')}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
   } catch (err) {
     throw new Error(`cannot reach the regsync API at ${server} (${err instanceof Error ? err.message : String(err)}); is \`regsync up\` running? (--server)`, {
       cause: err,
@@ -125,5 +129,6 @@ async function call(server: string, method: string, path: string, body?: unknown
 async function expectOk(res: { status: number; body: unknown }, what: string): Promise<void> {
   if (res.status >= 200 && res.status < 300) return;
   const err = (res.body as { error?: { code?: string; message?: string } } | undefined)?.error;
-  throw new Error(`${what}: ${res.status} ${err?.code ?? ''} ${err?.message ?? JSON.stringify(res.body)}`.trim());
+  const hint = res.status === 401 || res.status === 403 ? ' (the API wants an admin token: set REGSYNC_API_TOKEN)' : '';
+  throw new Error(`${`${what}: ${res.status} ${err?.code ?? ''} ${err?.message ?? JSON.stringify(res.body)}`.trim()}${hint}`);
 }

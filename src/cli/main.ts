@@ -6,7 +6,17 @@ import { applyDeclarations, readDeclarations } from './apply-command.js';
 import { runDemo, type DemoOptions } from './demo.js';
 import { DeploymentMismatchError } from '../coord/index.js';
 import { startNode } from '../node.js';
-import { parseListen, runUp, runWorker, stopOnSignal, type ShardOptions, type UpOptions } from './up-command.js';
+import {
+  apiSecurityOf,
+  parseListen,
+  parseRateLimit,
+  runUp,
+  runWorker,
+  stopOnSignal,
+  type ApiSecurityCliOptions,
+  type ShardOptions,
+  type UpOptions,
+} from './up-command.js';
 import { addCmdbOptions, startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { parsePort, parsePositiveInt } from './options.js';
 import { addRegistryOptions, closeOnSignal, registryOptionsFrom, type RegistryCliOptions } from './registry-command.js';
@@ -23,6 +33,20 @@ function addShardOptions(command: Command): Command {
     .option('--replicas <n>', 'workers serving each shard, fixed at first start (default 2, or as stored)', parsePositiveInt)
     .option('--worker-id <id>', 'this worker\'s id (default <hostname>-<pid>-<random>)')
     .option('--lease-ttl-ms <ms>', 'lease of a shard\'s leadership: how long a dead leader holds it (default 5000)', parsePositiveInt);
+}
+
+/**
+ * `--api-tokens-file` and `--rate-limit` of the commands that run the REST API. Tokens also come
+ * from `REGSYNC_API_TOKENS` (never from the command line, where `ps` would show them).
+ */
+function addApiSecurityOptions(command: Command): Command {
+  return command
+    .option(
+      '--api-tokens-file <file>',
+      'YAML/JSON list of {name, scope: read|admin, token} the REST API requires (also REGSYNC_API_TOKENS_FILE; more tokens in REGSYNC_API_TOKENS="name:scope:token,...")',
+      process.env.REGSYNC_API_TOKENS_FILE || undefined,
+    )
+    .option('--rate-limit <n>', 'requests per minute the REST API takes from one client address (0: no limit)', parseRateLimit, 600);
 }
 
 /** Builds the `regsync` command tree. */
@@ -54,15 +78,17 @@ export function buildProgram(): Command {
   });
 
   addShardOptions(
-    program
-      .command('up')
-      .description('run the REST API and a sync worker in one process')
-      .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
-      .option('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL); without it a local redis-server is started')
-      .option('--data-dir <dir>', 'data of the local redis-server', '.regsync'),
+    addApiSecurityOptions(
+      program
+        .command('up')
+        .description('run the REST API and a sync worker in one process')
+        .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
+        .option('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL); without it a local redis-server is started')
+        .option('--data-dir <dir>', 'data of the local redis-server', '.regsync'),
+    ),
   ).action(async (opts: UpOptions) => {
     const logger = createLogger();
-    const handle = await runUp(opts, logger);
+    const handle = await runUp({ ...opts, apiTokensEnv: process.env.REGSYNC_API_TOKENS }, logger);
     process.stdout.write(`regsync up: REST API listening on ${handle.node.url} (worker ${handle.node.id})\n`);
     stopOnSignal(() => handle.close(), logger);
   });
@@ -71,22 +97,28 @@ export function buildProgram(): Command {
     program
       .command('worker')
       .description('run a sync worker (no HTTP): serves and leads shards of the deployment in Redis')
-      .requiredOption('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL),
-  ).action(async (opts: ShardOptions & { redis: string }) => {
+      .requiredOption('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL)
+      .option('--metrics-listen <host:port>', 'serve Prometheus metrics (GET /metrics) and GET /healthz here (default: off)'),
+  ).action(async (opts: ShardOptions & { redis: string; metricsListen?: string }) => {
     const logger = createLogger();
     const { node, close } = await runWorker(opts, logger);
-    process.stdout.write(`regsync worker ${node.id} running (${node.deployment.shards} shards, ${node.deployment.replicas} replicas)\n`);
+    const metrics = node.metricsUrl ? `; metrics on ${node.metricsUrl}/metrics` : '';
+    process.stdout.write(`regsync worker ${node.id} running (${node.deployment.shards} shards, ${node.deployment.replicas} replicas)${metrics}\n`);
     stopOnSignal(close, logger);
   });
 
-  program
-    .command('api')
-    .description('run the REST API only (no sync work); any number of them against one Redis')
-    .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
-    .requiredOption('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL)
-    .action(async (opts: { listen: string; redis: string }) => {
+  addApiSecurityOptions(
+    program
+      .command('api')
+      .description('run the REST API only (no sync work); any number of them against one Redis')
+      .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
+      .requiredOption('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL),
+  )
+    .action(async (opts: { listen: string; redis: string } & ApiSecurityCliOptions) => {
       const logger = createLogger();
-      const node = await startNode({ redisUrl: opts.redis, roles: ['api'], listen: parseListen(opts.listen), logger });
+      const listen = parseListen(opts.listen);
+      const security = apiSecurityOf({ ...opts, apiTokensEnv: process.env.REGSYNC_API_TOKENS });
+      const node = await startNode({ redisUrl: opts.redis, roles: ['api'], listen, logger, ...security });
       process.stdout.write(`regsync api: REST API listening on ${node.url}\n`);
       stopOnSignal(() => node.close(), logger);
     });
@@ -97,7 +129,8 @@ export function buildProgram(): Command {
     .requiredOption('-f, --file <path>', 'a YAML file or a directory of them')
     .option('--server <url>', 'the regsync REST API (also REGSYNC_API)', process.env.REGSYNC_API ?? 'http://127.0.0.1:8080')
     .action(async (opts: { file: string; server: string }) => {
-      const results = await applyDeclarations(opts.server, readDeclarations(opts.file));
+      // A token comes from the environment only: command lines end up in shell histories and process lists.
+      const results = await applyDeclarations(opts.server, readDeclarations(opts.file), process.env.REGSYNC_API_TOKEN);
       for (const r of results) process.stdout.write(`${r.kind} ${r.id} ${r.action}\n`);
     });
 

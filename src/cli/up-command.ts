@@ -1,10 +1,12 @@
+import { InvalidArgumentError } from 'commander';
 import type { Logger } from 'pino';
 import { startNode, type NodeOptions, type RegsyncNode } from '../node.js';
+import { loadApiTokens } from '../api/auth-config.js';
 import type { RunningCmdb } from '../cmdb/index.js';
 import { startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { startLocalRedis, type LocalRedis } from './local-redis.js';
 
-export interface UpOptions extends ShardOptions {
+export interface UpOptions extends ShardOptions, ApiSecurityCliOptions {
   listen: string;
   redis?: string | undefined;
   dataDir: string;
@@ -18,11 +20,39 @@ export interface ShardOptions extends CmdbCliOptions {
   leaseTtlMs?: number | undefined;
 }
 
-/** Parses `host:port` (IPv6 in brackets). */
-export function parseListen(value: string): { host: string; port: number } {
+/** The REST API's security options (`regsync up`, `regsync api`). */
+export interface ApiSecurityCliOptions {
+  /** `--api-tokens-file`: a YAML/JSON list of `{name, scope, token}`. */
+  apiTokensFile?: string | undefined;
+  /** The `REGSYNC_API_TOKENS` list; the command line passes the environment's (the demo passes none). */
+  apiTokensEnv?: string | undefined;
+  /** `--rate-limit`: requests per minute from one client address; 0: no limit; absent: the default (600). */
+  rateLimit?: number | undefined;
+}
+
+/**
+ * The API's tokens and rate limit from the command line options. Throws an `ApiTokensError` naming
+ * the file or variable and the entry (never a token value) when they cannot be used: called before
+ * anything starts, so a bad file stops the command at once.
+ */
+export function apiSecurityOf(opts: ApiSecurityCliOptions): Pick<NodeOptions, 'apiTokens' | 'apiRateLimit'> {
+  const apiTokens = loadApiTokens({ file: opts.apiTokensFile, env: opts.apiTokensEnv });
+  const apiRateLimit = opts.rateLimit === undefined ? undefined : opts.rateLimit === 0 ? false : { max: opts.rateLimit, timeWindowMs: 60_000 };
+  return { apiTokens, apiRateLimit };
+}
+
+/** Parses `--rate-limit`: a whole number of requests per minute, 0 for none. */
+export function parseRateLimit(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n)) throw new InvalidArgumentError('expected requests per minute: a whole number, 0 for no limit');
+  return n;
+}
+
+/** Parses `host:port` (IPv6 in brackets); `option` names the option in the error. */
+export function parseListen(value: string, option = '--listen'): { host: string; port: number } {
   const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value.trim());
   const port = Number(m?.[3]);
-  if (!m || !Number.isInteger(port) || port > 65535) throw new Error(`invalid --listen "${value}": expected host:port`);
+  if (!m || !Number.isInteger(port) || port > 65535) throw new Error(`invalid ${option} "${value}": expected host:port`);
   return { host: (m[1] ?? m[2]) as string, port };
 }
 
@@ -39,13 +69,14 @@ export interface UpHandle {
  */
 export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> {
   const listen = parseListen(opts.listen);
+  const security = apiSecurityOf(opts);
   const redisUrl = opts.redis ?? (process.env.REGSYNC_REDIS_URL || undefined);
   const cmdb = await startCmdbFromCli(opts, logger);
   let localRedis: LocalRedis | undefined;
   let node: RegsyncNode;
   try {
     localRedis = redisUrl ? undefined : await startLocalRedis(opts.dataDir, logger);
-    node = await startWorkerNode({ redisUrl: redisUrl ?? (localRedis as LocalRedis).url, listen }, opts, cmdb, logger);
+    node = await startWorkerNode({ redisUrl: redisUrl ?? (localRedis as LocalRedis).url, listen, ...security }, opts, cmdb, logger);
   } catch (err) {
     await localRedis?.stop();
     await cmdb?.close();
@@ -62,12 +93,19 @@ export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> 
   };
 }
 
-/** `regsync worker`: a sync worker without HTTP; closing it also closes its CMDB. */
-export async function runWorker(opts: ShardOptions & { redis: string }, logger: Logger): Promise<{ node: RegsyncNode; close(): Promise<void> }> {
+/**
+ * `regsync worker`: a sync worker without the REST API (with `--metrics-listen`, a listener serving
+ * only `/metrics` and `/healthz`); closing it also closes its CMDB.
+ */
+export async function runWorker(
+  opts: ShardOptions & { redis: string; metricsListen?: string | undefined },
+  logger: Logger,
+): Promise<{ node: RegsyncNode; close(): Promise<void> }> {
+  const metricsListen = opts.metricsListen === undefined ? undefined : parseListen(opts.metricsListen, '--metrics-listen');
   const cmdb = await startCmdbFromCli(opts, logger);
   let node: RegsyncNode;
   try {
-    node = await startWorkerNode({ redisUrl: opts.redis, roles: ['worker'] }, opts, cmdb, logger);
+    node = await startWorkerNode({ redisUrl: opts.redis, roles: ['worker'], metricsListen }, opts, cmdb, logger);
   } catch (err) {
     await cmdb?.close();
     throw err;
@@ -82,7 +120,7 @@ export async function runWorker(opts: ShardOptions & { redis: string }, logger: 
 }
 
 function startWorkerNode(
-  base: Pick<NodeOptions, 'redisUrl' | 'listen' | 'roles'>,
+  base: Pick<NodeOptions, 'redisUrl' | 'listen' | 'roles' | 'metricsListen' | 'apiTokens' | 'apiRateLimit'>,
   opts: ShardOptions,
   cmdb: RunningCmdb | undefined,
   logger: Logger,

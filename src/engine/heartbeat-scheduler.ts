@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { RegistryAdapter } from '../model/adapter.js';
+import type { BeatResult, RegistryAdapter } from '../model/adapter.js';
 import { instanceId, serviceKeyString, type Instance, type ServiceKey } from '../model/types.js';
+import { NOOP_OBSERVER, type EngineObserver } from './observer.js';
 
 interface Entry {
   key: string;
@@ -30,6 +31,8 @@ export interface HeartbeatOptions {
   /** Resolution of the wheel. Default 100 ms. */
   tickMs?: number;
   logger: Logger;
+  /** Told the result of every beat (metrics). */
+  observer?: EngineObserver | undefined;
 }
 
 /**
@@ -56,10 +59,12 @@ export class HeartbeatScheduler {
   private timer: NodeJS.Timeout | undefined;
   private lastTick: number;
   private readonly counters = { sent: 0, failed: 0, reRegistered: 0, maxLatenessMs: 0 };
+  private readonly observer: EngineObserver;
 
   constructor(options: HeartbeatOptions) {
     this.tickMs = options.tickMs ?? 100;
     this.log = options.logger.child({ component: 'heartbeats' });
+    this.observer = options.observer ?? NOOP_OBSERVER;
     this.lastTick = this.currentTick();
   }
 
@@ -194,8 +199,10 @@ export class HeartbeatScheduler {
   private async beat(entry: Entry): Promise<void> {
     if (entry.inFlight || !entry.adapter.heartbeat) return;
     entry.inFlight = true;
+    let answered: BeatResult | undefined;
     try {
       const result = await entry.adapter.heartbeat(entry.service, entry.instance);
+      answered = result;
       this.counters.sent += 1;
       // The owner may have dropped the instance while the beat was in flight.
       if (result === 'unknown' && this.entries.get(entry.key) === entry) {
@@ -208,6 +215,13 @@ export class HeartbeatScheduler {
       this.log.warn({ err, cluster: entry.adapter.clusterId, service: serviceKeyString(entry.service), instance: instanceId(entry.instance) }, 'heartbeat failed');
     } finally {
       entry.inFlight = false;
+      // One observation per beat: what the destination answered, `failed` when the beat threw (a
+      // failed re-registration after `unknown` is logged, and counted as the `unknown` it follows).
+      try {
+        this.observer.beat?.(entry.adapter.clusterId, answered ?? 'failed');
+      } catch (err) {
+        this.log.warn({ err }, 'a heartbeat observer threw');
+      }
     }
   }
 }

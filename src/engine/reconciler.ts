@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { RegistryAdapter } from '../model/adapter.js';
 import {
@@ -18,6 +19,7 @@ import {
 import type { AdapterPool } from './adapter-pool.js';
 import type { HeartbeatScheduler } from './heartbeat-scheduler.js';
 import type { LiveSets } from './live-sets.js';
+import { NOOP_OBSERVER, type EngineObserver, type ReconcileObservation, type TaskEventKind } from './observer.js';
 import type { SourceAddresses } from './source-addresses.js';
 import { diff, transform } from './transform.js';
 import { mapService, metadataFilter } from '../model/task-rules.js';
@@ -91,6 +93,8 @@ export interface ReconcilerOptions {
    * source). One that no longer does is forgotten once its copies are gone. Default: always.
    */
   stillListed?: (key: string) => boolean;
+  /** Told about every reconcile and every event worth an operator's eye (metrics, the task event log). */
+  observer?: EngineObserver | undefined;
 }
 
 /**
@@ -108,10 +112,12 @@ export class Reconciler {
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
   private readonly confirmEmptyMs: number;
   private readonly log: Logger;
+  private readonly observer: EngineObserver;
 
   constructor(private readonly opts: ReconcilerOptions) {
     this.confirmEmptyMs = opts.confirmEmptyMs ?? 3_000;
     this.log = opts.logger.child({ component: 'reconciler' });
+    this.observer = opts.observer ?? NOOP_OBSERVER;
   }
 
   /** Seeds the last known source size of a service sync (from stored status after a restart). */
@@ -122,7 +128,17 @@ export class Reconciler {
   /** Runs one reconcile; rejects when a registry could not be read or written (the caller retries). */
   reconcile(key: string, since: number = Date.now()): Promise<ReconcileOutcome> {
     const { taskId } = parseServiceSyncKey(key);
-    const run = this.run(key, since);
+    const started = performance.now();
+    const note: RunNote = {};
+    const run = this.run(key, since, note);
+    const observe = (result: ReconcileObservation['result']) =>
+      this.observer.reconciled?.({ taskId, result, durationMs: performance.now() - started, lagMs: note.lagMs });
+    run
+      .then(
+        (outcome) => observe(outcome.kind),
+        () => observe('failed'),
+      )
+      .catch((err: unknown) => this.log.warn({ err }, 'a reconcile observer threw'));
     let set = this.inFlight.get(taskId);
     if (!set) {
       set = new Set();
@@ -166,7 +182,7 @@ export class Reconciler {
     return owned.length;
   }
 
-  private async run(key: string, since: number): Promise<ReconcileOutcome> {
+  private async run(key: string, since: number, note: RunNote): Promise<ReconcileOutcome> {
     const { taskId, service } = parseServiceSyncKey(key);
     const { store, heartbeats } = this.opts;
     const task = this.opts.activeTask(taskId);
@@ -205,7 +221,7 @@ export class Reconciler {
         const wait = first === undefined ? this.confirmEmptyMs : this.confirmEmptyMs - (now - first);
         const reason = `source ${task.source} suddenly lists no instances (had ${known}); holding the copies until a read ${this.confirmEmptyMs} ms later confirms it`;
         log.warn({ known }, 'source dropped to zero instances; holding');
-        await this.recordError(taskId, service, reason);
+        await this.recordError(taskId, service, reason, 'held');
         await this.opts.requeue(key, wait + 10);
         return { kind: 'held', reason };
       }
@@ -284,6 +300,7 @@ export class Reconciler {
       this.knownSourceCounts.delete(key);
       this.opts.sourceAddresses?.delete(key);
       log.info('service gone from the source; service sync forgotten');
+      this.emit('removed', taskId, service, `service gone from source ${task.source}; ${plan.remove.length} copies removed from ${task.destination} and the service sync forgotten`);
       return { kind: 'synced', upserts: plan.upsert.length, removes: plan.remove.length, conflicts: plan.conflicts.length };
     }
 
@@ -296,12 +313,13 @@ export class Reconciler {
             .join(', ')})`
         : null;
     if (conflictNote) log.warn({ conflicts: plan.conflicts.length }, 'address conflicts in destination');
+    const lagMs = Math.max(0, Date.now() - since);
     await store.putServiceStatus(taskId, {
       service,
       sourceInstances: sourceInstances.length,
       destinationInstances: live.length,
       lastSyncAt: new Date().toISOString(),
-      lagMs: Math.max(0, Date.now() - since),
+      lagMs,
       lastError:
         [guard.kind === 'hold' ? guard.note : null, conflictNote, ...issues.map((i) => `skipped in source ${task.source}: ${i}`)].filter((n) => n !== null).join('; ') ||
         null,
@@ -309,6 +327,15 @@ export class Reconciler {
       ...(task.options.mapping ? { destination: target } : {}),
       held: guard.kind === 'hold' ? guard.held : null,
     });
+    note.lagMs = lagMs;
+    if (plan.upsert.length > 0 || plan.remove.length > 0) {
+      this.emit(
+        'reconciled',
+        taskId,
+        service,
+        `${plan.upsert.length} copies written to and ${plan.remove.length} removed from ${task.destination}; ${live.length} copies there, ${sourceInstances.length} source instances (lag ${lagMs} ms)`,
+      );
+    }
     return { kind: 'synced', upserts: plan.upsert.length, removes: plan.remove.length, conflicts: plan.conflicts.length };
   }
 
@@ -334,6 +361,7 @@ export class Reconciler {
     const confirm = task.options.massDeletionConfirm ?? 'read';
     if (await store.takeRelease(task.id, service)) {
       log.warn({ removes, copies: owned }, 'mass deletion released by an operator; applying');
+      this.emit('released', task.id, service, `mass deletion released by an operator: removing ${removes} of ${owned} copies`);
       return { kind: 'apply' };
     }
     const previous = (await store.getServiceStatus(task.id, service).catch(() => undefined))?.held ?? undefined;
@@ -342,6 +370,7 @@ export class Reconciler {
       const age = Date.now() - Date.parse(since);
       if (previous !== undefined && age >= this.confirmEmptyMs) {
         log.warn({ removes, copies: owned, heldMs: age }, 'mass deletion confirmed by a later read; applying');
+        this.emit('released', task.id, service, `mass deletion confirmed by a read ${age} ms later: removing ${removes} of ${owned} copies`);
         return { kind: 'apply' };
       }
       await this.opts.requeue(key, Math.max(0, this.confirmEmptyMs - (previous === undefined ? 0 : age)) + 10);
@@ -351,14 +380,32 @@ export class Reconciler {
       `holding a mass deletion: ${removes} of ${owned} copies (${share}%) would be removed; ` +
       (confirm === 'read' ? `applied if a read ${this.confirmEmptyMs} ms later still plans it, or ` : '') +
       `released by POST /api/v1/tasks/${task.id}/release`;
-    if (previous === undefined) log.warn({ removes, copies: owned, confirm }, 'holding a mass deletion');
+    if (previous === undefined) {
+      log.warn({ removes, copies: owned, confirm }, 'holding a mass deletion');
+      this.emit('held', task.id, service, note);
+    }
     return { kind: 'hold', held: { removes, copies: owned, since, confirm }, note };
   }
 
-  private async recordError(taskId: string, service: ServiceKey, message: string): Promise<void> {
+  /** Tells the observer of an event worth an operator's eye; an observer that throws never fails the reconcile. */
+  private emit(kind: TaskEventKind, taskId: string, service: ServiceKey, message: string): void {
+    try {
+      this.observer.event?.({ kind, taskId, service: serviceKeyString(service), message });
+    } catch (err) {
+      this.log.warn({ err }, 'a task event observer threw');
+    }
+  }
+
+  /**
+   * Records a problem in the service's status, and tells the observer as a `kind` event when the
+   * status did not already say the same (a failure retried with backoff, or met again at every full
+   * sync, is one event, not one per attempt).
+   */
+  private async recordError(taskId: string, service: ServiceKey, message: string, kind: TaskEventKind = 'error'): Promise<void> {
     const previous = (await this.opts.store.listServiceStatus(taskId).catch(() => [])).find(
       (s) => serviceKeyString(s.service) === serviceKeyString(service),
     );
+    if (previous?.lastError !== message) this.emit(kind, taskId, service, message);
     await this.opts.store
       .putServiceStatus(taskId, {
         service,
@@ -371,6 +418,12 @@ export class Reconciler {
       })
       .catch((err: unknown) => this.log.warn({ err }, 'cannot record status'));
   }
+}
+
+/** What a reconcile tells its caller besides the outcome (for the observer). */
+interface RunNote {
+  /** Lag of the status written, ms (only when one was written after a sync). */
+  lagMs?: number;
 }
 
 function messageOf(err: unknown): string {

@@ -2,7 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { Redis } from 'ioredis';
 import { expect } from 'vitest';
+import type { Logger } from 'pino';
 import { API_ERRORS, buildApiApp, type ApiErrorCode } from '../../src/api/index.js';
+import type { ApiToken } from '../../src/api/auth-tokens.js';
+import type { RateLimitSettings } from '../../src/api/rate-limit.js';
+import type { DeploymentView } from '../../src/coord/deployment-view.js';
 import { RegsyncStore } from '../../src/store/index.js';
 import type { RedisServer } from './redis.js';
 import { RecordingTaskControl } from './recording-task-control.js';
@@ -21,15 +25,27 @@ export interface ApiHarness {
   control: RecordingTaskControl;
   redis: Redis;
   prefix: string;
-  /** `app.inject`, failing when the response leaks a password. */
+  /** `app.inject`, failing when the response leaks a password or a configured token. */
   inject(opts: InjectOptions): Promise<LightMyRequestResponse>;
   /** Every key under the prefix with its content: compare two to prove nothing was written. */
   snapshot(): Promise<Record<string, unknown>>;
   close(): Promise<void>;
 }
 
+/** Options of {@link apiHarness}; by default the app has no tokens (it is open) and the default rate limit. */
+export interface ApiHarnessOptions {
+  bodyLimitBytes?: number;
+  /** API tokens the app requires; their values must never show up in a response either. */
+  tokens?: readonly ApiToken[];
+  rateLimit?: RateLimitSettings | false;
+  /** The app's logger (default: silent). */
+  logger?: Logger;
+  /** Serves `/api/v1/shards`, `/workers` and `/cmdb` (absent by default). */
+  deployment?: DeploymentView;
+}
+
 /** Builds an {@link ApiHarness} on `server`; call `close()` after the test. */
-export async function apiHarness(server: RedisServer, opts: { bodyLimitBytes?: number } = {}): Promise<ApiHarness> {
+export async function apiHarness(server: RedisServer, opts: ApiHarnessOptions = {}): Promise<ApiHarness> {
   const redis = new Redis(server.url, { maxRetriesPerRequest: 0 });
   redis.on('error', () => undefined);
   // Connected before the first request, so that /readyz answers ready from the start.
@@ -47,6 +63,10 @@ export async function apiHarness(server: RedisServer, opts: { bodyLimitBytes?: n
     async inject(options) {
       const res = await app.inject(options);
       expect(res.payload, `${String(options.method)} ${String(options.url)} leaked a password`).not.toContain(SECRET_MARKER);
+      const answer = `${JSON.stringify(res.headers)}\n${res.payload}`;
+      for (const t of opts.tokens ?? []) {
+        expect(answer.includes(t.token), `${String(options.method)} ${String(options.url)} leaked token ${t.name}`).toBe(false);
+      }
       return res;
     },
     async snapshot() {

@@ -54,10 +54,10 @@ export async function startRegsync(
 }
 
 /** Runs `regsync <args>` to completion and returns its exit code and output. */
-export async function runRegsync(args: string[]): Promise<{ code: number | null; output: string }> {
+export async function runRegsync(args: string[], opts: { env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number | null; output: string }> {
   const dir = makeTempDir('regsync-cli-');
   const logFile = join(dir, 'out.log');
-  const proc = new ManagedProcess(process.execPath, [BIN, ...args], { logFile });
+  const proc = new ManagedProcess(process.execPath, [BIN, ...args], { logFile, ...(opts.env ? { env: { ...process.env, ...opts.env } } : {}) });
   const info = await proc.exited;
   const output = readFileSync(logFile, 'utf8');
   removeTempDir(dir);

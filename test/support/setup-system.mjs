@@ -1,6 +1,8 @@
 // Makes sure the system packages the tests need are present: redis-server, ZooKeeper (Debian's
-// /usr/share/java/zookeeper.jar) and java. Plain Node ESM with node: builtins only, because it runs
-// before `npm ci` may have happened.
+// /usr/share/java/zookeeper.jar), java, and Debian's chromium (/usr/bin/chromium), which
+// playwright-core drives in the dashboard's browser test (Debian's build, because Playwright's own
+// browser download comes from a host outside the package registries). Plain Node ESM with node:
+// builtins only, because it runs before `npm ci` may have happened.
 //
 //   node test/support/setup-system.mjs
 //
@@ -12,6 +14,8 @@ import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ZOOKEEPER_JAR = '/usr/share/java/zookeeper.jar';
+/** Where Debian's chromium package puts the browser; test/e2e/dashboard.test.ts launches it from here. */
+export const CHROMIUM = '/usr/bin/chromium';
 
 /** The absolute path of an executable on PATH, or undefined. */
 function findExecutable(name) {
@@ -33,14 +37,16 @@ function findExecutable(name) {
  * The zookeeper package depends on default-jre, so java only needs its own package when ZooKeeper is
  * there but java is not (default-jre-headless is the part of default-jre that provides it).
  *
+ * @param {{chromium?: boolean}} [options] `chromium: false` leaves the browser out (the benchmarks need none).
  * @returns {string[]}
  */
-export function missingSystemPackages() {
+export function missingSystemPackages({ chromium = true } = {}) {
   const missing = [];
   if (!findExecutable('redis-server')) missing.push('redis-server');
   const zookeeperMissing = !existsSync(ZOOKEEPER_JAR);
   if (zookeeperMissing) missing.push('zookeeper');
   if (!findExecutable('java') && !zookeeperMissing) missing.push('default-jre-headless');
+  if (chromium && !existsSync(CHROMIUM)) missing.push('chromium');
   return missing;
 }
 
@@ -90,24 +96,26 @@ function install(packages) {
 }
 
 /**
- * Checks for redis-server, ZooKeeper and java; installs what is missing with apt-get when running as root
+ * Checks for redis-server, ZooKeeper, java and chromium; installs what is missing with apt-get when running as root
  * on a machine that has apt-get, otherwise prints `regsync tests need: apt-get install -y ...`.
  *
+ * @param {{chromium?: boolean}} [options] see {@link missingSystemPackages}.
  * @returns {number} 0 when everything is present (possibly after installing), 1 otherwise; meant as exit code.
  */
-export function ensureSystemPackages() {
-  let missing = missingSystemPackages();
+export function ensureSystemPackages(options = {}) {
+  let missing = missingSystemPackages(options);
   if (missing.length === 0) {
     console.log(
       `regsync tests: system packages present (redis-server ${findExecutable('redis-server')}, ` +
-        `zookeeper ${ZOOKEEPER_JAR}, java ${findExecutable('java')})`,
+        `zookeeper ${ZOOKEEPER_JAR}, java ${findExecutable('java')}` +
+        `${options.chromium === false ? '' : `, chromium ${CHROMIUM}`})`,
     );
     return 0;
   }
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   if (isRoot && findExecutable('apt-get')) {
     install(missing);
-    missing = missingSystemPackages();
+    missing = missingSystemPackages(options);
     if (missing.length === 0) {
       console.log('regsync tests: system packages installed');
       return 0;

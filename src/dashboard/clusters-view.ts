@@ -1,0 +1,107 @@
+/// <reference lib="dom" />
+import { cell, h, replace, table } from './dom.js';
+import { formatCount, parseEndpoints, parseLabels, taskHref } from './format.js';
+import type { Cluster, ClusterStatus, List } from './types.js';
+import { actionButton, actionForm, badge, field, Messages, section, valueOf, type View, type ViewContext } from './ui.js';
+
+/** How a cluster's reachability reads, and why. */
+export function reachabilityBadge(status: ClusterStatus | undefined): HTMLElement {
+  if (status === undefined || status.reachability === 'unknown') {
+    return badge('unknown', 'idle', status && status.tasks.length > 0 ? 'no running task has synced with it yet' : 'no task uses it');
+  }
+  const counts = `${formatCount(status.reached)} service syncs reached it, ${formatCount(status.unreached)} could not`;
+  const why = status.lastError === null ? counts : `${counts}; ${status.lastError}`;
+  switch (status.reachability) {
+    case 'ok':
+      return badge('reachable', 'ok', why);
+    case 'partial':
+      return badge('partly unreachable', 'warn', why);
+    case 'failing':
+      return badge('unreachable', 'bad', why);
+  }
+}
+
+/**
+ * `#/clusters`: every cluster with its endpoints, labels and reachability (as the reconciles of the
+ * tasks using it found it), and the form that adds one.
+ */
+export class ClustersView implements View {
+  private readonly messages = new Messages();
+  private readonly list = h('div', { 'aria-live': 'polite' }, h('p', { class: 'loading' }, 'Loading…'));
+
+  constructor(private readonly ctx: ViewContext) {}
+
+  mount(root: HTMLElement): void {
+    const kind = h(
+      'select',
+      { name: 'kind' },
+      h('option', { value: 'nacos' }, 'nacos'),
+      h('option', { value: 'zookeeper' }, 'zookeeper'),
+      h('option', { value: 'kubernetes' }, 'kubernetes'),
+    );
+    const form = actionForm(
+      this.ctx,
+      { id: 'add-cluster', title: 'Add a cluster', submitLabel: 'Add cluster' },
+      [
+        field('Id', h('input', { name: 'id', required: true, autocomplete: 'off', placeholder: 'shanghai' })),
+        field('Kind', kind),
+        field('Endpoints', h('input', { name: 'endpoints', autocomplete: 'off', placeholder: '10.1.0.10:8848, 10.1.0.11:8848' }), 'host:port, separated by commas or spaces'),
+        field('Namespace', h('input', { name: 'namespace', autocomplete: 'off', placeholder: 'public' })),
+        field('User name', h('input', { name: 'username', autocomplete: 'off' })),
+        field('Password', h('input', { name: 'password', type: 'password', autocomplete: 'new-password' })),
+        field('Labels', h('input', { name: 'labels', autocomplete: 'off', placeholder: 'region=east, site=x11' }), 'key=value, separated by commas'),
+      ],
+      async (f) => {
+        const body: Record<string, unknown> = { id: valueOf(f, 'id'), kind: valueOf(f, 'kind'), endpoints: parseEndpoints(valueOf(f, 'endpoints')) };
+        for (const name of ['namespace', 'username']) if (valueOf(f, name) !== '') body[name] = valueOf(f, name);
+        // Not trimmed: a password is what it is.
+        const password = (f.elements.namedItem('password') as HTMLInputElement).value;
+        if (password !== '') body.password = password;
+        const labels = parseLabels(valueOf(f, 'labels'));
+        if (Object.keys(labels).length > 0) body.labels = labels;
+        const created = await this.ctx.api.post<Cluster>('clusters', body);
+        return `cluster ${created.id} added`;
+      },
+    );
+    root.append(section('Clusters', this.messages.el, this.list), h('section', {}, form));
+  }
+
+  async refresh(): Promise<void> {
+    try {
+      const [clusters, statuses] = await Promise.all([
+        this.ctx.api.get<List<Cluster>>('clusters'),
+        this.ctx.api.get<List<ClusterStatus>>('clusters:status'),
+      ]);
+      const byId = new Map(statuses.items.map((s) => [s.id, s]));
+      const rows = clusters.items
+        .sort((a, b) => a.id.localeCompare(b.id))
+        .map((c) => {
+          const status = byId.get(c.id);
+          const tasks = status?.tasks ?? [];
+          return h(
+            'tr',
+            { 'data-cluster': c.id },
+            cell(c.id),
+            cell(c.kind),
+            cell(c.endpoints.join(', ') || '(from kubeconfig)', {}, 80),
+            cell(c.namespace ?? '-'),
+            cell(Object.entries(c.labels).map(([k, v]) => `${k}=${v}`).join(', ') || '-', {}, 80),
+            h('td', { class: 'reachability' }, reachabilityBadge(status)),
+            h('td', {}, ...(tasks.length === 0 ? ['-'] : tasks.flatMap((id, i) => [i > 0 ? ', ' : '', h('a', { href: taskHref(id) }, id)]))),
+            h(
+              'td',
+              { class: 'actions' },
+              actionButton(this.ctx, this.messages, 'Delete', () => this.ctx.api.delete(`clusters/${encodeURIComponent(c.id)}`), {
+                danger: true,
+                confirm: `Delete cluster ${c.id}?`,
+                done: `cluster ${c.id} deleted`,
+              }),
+            ),
+          );
+        });
+      replace(this.list, table(['Id', 'Kind', 'Endpoints', 'Namespace', 'Labels', 'Reachability', 'Used by', 'Actions'], rows, 'No clusters yet: add one below.', { id: 'clusters' }));
+    } catch (err) {
+      this.messages.showError(err);
+    }
+  }
+}

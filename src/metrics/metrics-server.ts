@@ -1,0 +1,80 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+
+/** What {@link startMetricsServer} serves: anything that renders Prometheus text. */
+export interface MetricsExposition {
+  /** The content type of the text (Prometheus text format). */
+  readonly contentType: string;
+  metrics(): Promise<string>;
+}
+
+/** A running metrics listener. */
+export interface MetricsServer {
+  /** `http://host:port` it listens on (the port resolved when 0 was asked). */
+  url: string;
+  /** Stops listening and closes every connection; idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * A minimal HTTP listener for processes without the REST API (`regsync worker --metrics-listen`):
+ * `GET /metrics` (Prometheus text) and `GET /healthz` (`{"status":"ok"}`); anything else is 404.
+ * Plain `node:http`, no framework: it has two routes and no body to parse.
+ *
+ * Deliberately left out: authentication and TLS. Bind it to an address only the scraper reaches
+ * (it shows task and cluster ids, never services, addresses or secrets).
+ */
+export async function startMetricsServer(
+  exposition: MetricsExposition,
+  listen: { host: string; port: number },
+  logger: Logger,
+): Promise<MetricsServer> {
+  const log = logger.child({ component: 'metrics-server' });
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('method not allowed\n');
+      return;
+    }
+    if (path === '/healthz') {
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end('{"status":"ok"}');
+      return;
+    }
+    if (path !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found: try /metrics\n');
+      return;
+    }
+    exposition.metrics().then(
+      (text) => {
+        res.writeHead(200, { 'content-type': exposition.contentType }).end(req.method === 'HEAD' ? undefined : text);
+      },
+      (err: unknown) => {
+        log.warn({ err }, 'cannot render metrics');
+        res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('cannot render metrics\n');
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(listen.port, listen.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  server.on('error', (err) => log.warn({ err }, 'metrics listener error'));
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${port}`;
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Scrapers keep connections alive; nothing here is worth waiting for.
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}

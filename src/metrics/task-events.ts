@@ -1,0 +1,234 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { EngineObserver, TaskEvent, TaskEventInput, TaskEventKind } from '../engine/observer.js';
+import { evalScript } from '../util/redis-script.js';
+
+/** Options of {@link TaskEventLog}. */
+export interface TaskEventLogOptions {
+  /** Connection for writes and range reads (shared; never blocked). */
+  redis: Redis;
+  /** Key prefix of the deployment (as the store's). */
+  prefix: string;
+  logger: Logger;
+  /**
+   * Opens the dedicated connection that {@link TaskEventLog.subscribe} blocks on (XREAD BLOCK), on
+   * the first subscription; closed by {@link TaskEventLog.close}. Without it, subscribing throws.
+   */
+  connect?: (() => Redis) | undefined;
+  /** Entries kept in the deployment's stream (approximately, `MAXLEN ~`). Default 1000. */
+  maxLen?: number;
+  /** Entries kept in each task's stream (approximately). Default 200. */
+  taskMaxLen?: number;
+  /** A task's stream expires this long after its last event (a deleted task's history goes). Default 7 days. */
+  taskTtlMs?: number;
+  /** How long one XREAD blocks before it is sent again. Default 5000 ms. */
+  blockMs?: number;
+}
+
+/** A live subscription to the events of the deployment. */
+export interface TaskEventSubscription {
+  /** Resolves once events recorded from now on are delivered (the reader knows where the stream ends). */
+  ready: Promise<void>;
+  unsubscribe(): void;
+}
+
+/**
+ * Adds an event to the deployment's stream and, with the same id, to its task's stream, trimming
+ * both, so that a busy task cannot push another task's history out of its own list.
+ * KEYS: deployment stream [, task stream]. ARGV: max length, task max length, task TTL ms, fields...
+ */
+const ADD_EVENT = `
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(ARGV, 4))
+if KEYS[2] then
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], id, unpack(ARGV, 4))
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+end
+return id
+`;
+
+const KINDS = new Set<TaskEventKind>(['reconciled', 'held', 'released', 'error', 'removed', 'task', 'cluster']);
+
+/**
+ * The task event log: capped Redis streams of what happened to tasks, for the dashboard.
+ *
+ * Layout, under the prefix: `<p>:events`, every event of the deployment (about 1000 kept), and
+ * `<p>:events:task:<task id>`, the events of one task (about 200 kept, gone 7 days after its last
+ * event). An entry's fields are `kind`, `message` and, when set, `task`, `service`, `cluster`;
+ * its time is the entry id's.
+ *
+ * Writers are the reconcilers of every worker (through {@link observer}: only events worth an
+ * operator's eye, never one per reconcile that changed nothing) and the REST API (task and cluster
+ * changes). Readers list a task's events newest first, or follow the deployment's stream: each API
+ * process runs one XREAD BLOCK loop on a connection of its own and fans every entry out to all of
+ * its subscribers (SSE clients), so a thousand dashboards cost Redis one blocked reader.
+ *
+ * Recording never fails its caller: a lost event is logged (events are for people; the status in
+ * the store stays the truth).
+ */
+export class TaskEventLog {
+  readonly streamKey: string;
+  private readonly opts: Required<Pick<TaskEventLogOptions, 'maxLen' | 'taskMaxLen' | 'taskTtlMs' | 'blockMs'>> & TaskEventLogOptions;
+  private readonly log: Logger;
+  private readonly listeners = new Set<(event: TaskEvent) => void>();
+  private reader: { redis: Redis; positioned: Promise<void>; done: Promise<void> } | undefined;
+  private closed = false;
+  private readonly stopWaiting = new AbortController();
+
+  constructor(options: TaskEventLogOptions) {
+    this.opts = { maxLen: 1000, taskMaxLen: 200, taskTtlMs: 7 * 24 * 3600_000, blockMs: 5_000, ...options };
+    this.streamKey = `${options.prefix}:events`;
+    this.log = options.logger.child({ component: 'task-events' });
+  }
+
+  /** The observer that records the engine's events here (in the background). */
+  get observer(): EngineObserver {
+    return { event: (event) => void this.record(event) };
+  }
+
+  /** Records one event; resolves to its id, or undefined when Redis did not take it (logged). */
+  async record(event: TaskEventInput): Promise<string | undefined> {
+    const fields: string[] = ['kind', event.kind, 'message', event.message];
+    if (event.taskId !== undefined) fields.push('task', event.taskId);
+    if (event.service !== undefined) fields.push('service', event.service);
+    if (event.clusterId !== undefined) fields.push('cluster', event.clusterId);
+    const keys = event.taskId !== undefined ? [this.streamKey, this.taskKey(event.taskId)] : [this.streamKey];
+    try {
+      const id = await evalScript(this.opts.redis, ADD_EVENT, keys.length, ...keys, this.opts.maxLen, this.opts.taskMaxLen, this.opts.taskTtlMs, ...fields);
+      return String(id);
+    } catch (err) {
+      this.log.warn({ err, kind: event.kind, task: event.taskId }, 'cannot record a task event');
+      return undefined;
+    }
+  }
+
+  /** The newest `limit` events of a task, newest first. */
+  async forTask(taskId: string, limit: number): Promise<TaskEvent[]> {
+    const entries = await this.opts.redis.xrevrange(this.taskKey(taskId), '+', '-', 'COUNT', limit);
+    return entries.flatMap(([id, fields]) => parseEntry(id, fields) ?? []);
+  }
+
+  /** Up to `limit` events of the deployment recorded after the one with id `afterId`, oldest first. */
+  async after(afterId: string, limit: number): Promise<TaskEvent[]> {
+    const entries = await this.opts.redis.xrange(this.streamKey, `(${afterId}`, '+', 'COUNT', limit);
+    return entries.flatMap(([id, fields]) => parseEntry(id, fields) ?? []);
+  }
+
+  /**
+   * Calls `listener` with every event recorded in the deployment from now on (by any process), in
+   * stream order, until unsubscribed or {@link close}d. The first subscription starts this
+   * process's reader; it runs until {@link close}.
+   */
+  subscribe(listener: (event: TaskEvent) => void): TaskEventSubscription {
+    if (this.closed) throw new Error('the task event log is closed');
+    this.listeners.add(listener);
+    const reader = this.startReader();
+    return { ready: reader.positioned, unsubscribe: () => this.listeners.delete(listener) };
+  }
+
+  /** Stops the reader (its connection is cut, which ends a blocked XREAD at once) and drops every subscriber. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.listeners.clear();
+    this.stopWaiting.abort();
+    const reader = this.reader;
+    if (!reader) return;
+    reader.redis.disconnect();
+    await reader.done;
+  }
+
+  private taskKey(taskId: string): string {
+    return `${this.opts.prefix}:events:task:${encodeURIComponent(taskId)}`;
+  }
+
+  private startReader(): NonNullable<TaskEventLog['reader']> {
+    if (this.reader) return this.reader;
+    if (!this.opts.connect) throw new Error('this task event log cannot follow the stream (no connection factory)');
+    const redis = this.opts.connect();
+    let positioned!: () => void;
+    const ready = new Promise<void>((resolve) => (positioned = resolve));
+    const reader = { redis, positioned: ready, done: this.follow(redis, positioned) };
+    this.reader = reader;
+    return reader;
+  }
+
+  /** The XREAD BLOCK loop: from the stream's end as of the start, every entry to every listener. */
+  private async follow(redis: Redis, positioned: () => void): Promise<void> {
+    let last: string | undefined;
+    while (!this.closed) {
+      try {
+        if (last === undefined) {
+          last = await lastId(redis, this.streamKey);
+          positioned();
+        }
+        const answer = await redis.xread('COUNT', 100, 'BLOCK', this.opts.blockMs, 'STREAMS', this.streamKey, last);
+        if (!answer) {
+          // Idle: a stream that lost its data (Redis restarted empty) would never pass `last` again.
+          const end = await lastId(redis, this.streamKey);
+          if (compareIds(end, last) < 0) last = end;
+          continue;
+        }
+        for (const [, entries] of answer) {
+          for (const [id, fields] of entries) {
+            last = id;
+            const event = parseEntry(id, fields);
+            if (event) this.fanOut(event);
+          }
+        }
+      } catch (err) {
+        if (this.closed) break;
+        this.log.warn({ err }, 'reading the task event stream failed; retrying');
+        await delay(1_000, undefined, { signal: this.stopWaiting.signal }).catch(() => undefined);
+      }
+    }
+    positioned();
+  }
+
+  private fanOut(event: TaskEvent): void {
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(event);
+      } catch (err) {
+        this.log.warn({ err }, 'a task event subscriber threw');
+      }
+    }
+  }
+}
+
+async function lastId(redis: Redis, key: string): Promise<string> {
+  const [newest] = await redis.xrevrange(key, '+', '-', 'COUNT', 1);
+  return newest?.[0] ?? '0-0';
+}
+
+/** Orders two stream ids (`<ms>-<seq>`). */
+export function compareIds(a: string, b: string): number {
+  const [am = 0n, as = 0n] = a.split('-').map((p) => BigInt(p));
+  const [bm = 0n, bs = 0n] = b.split('-').map((p) => BigInt(p));
+  if (am !== bm) return am < bm ? -1 : 1;
+  if (as !== bs) return as < bs ? -1 : 1;
+  return 0;
+}
+
+/** Whether `value` is a stream id (`<ms>-<seq>`), as a client may send in `Last-Event-ID`. */
+export function isStreamId(value: string): boolean {
+  return /^\d{1,20}-\d{1,20}$/.test(value);
+}
+
+/** One stream entry as an event; undefined for an entry that is not one (written by something else). */
+export function parseEntry(id: string, fields: readonly string[]): TaskEvent | undefined {
+  const f = new Map<string, string>();
+  for (let i = 0; i + 1 < fields.length; i += 2) f.set(fields[i] as string, fields[i + 1] as string);
+  const kind = f.get('kind') as TaskEventKind | undefined;
+  const message = f.get('message');
+  if (kind === undefined || !KINDS.has(kind) || message === undefined) return undefined;
+  const ms = Number(id.split('-')[0]);
+  const event: TaskEvent = { id, at: new Date(ms).toISOString(), kind, message };
+  const task = f.get('task');
+  const service = f.get('service');
+  const cluster = f.get('cluster');
+  if (task !== undefined) event.taskId = task;
+  if (service !== undefined) event.service = service;
+  if (cluster !== undefined) event.clusterId = cluster;
+  return event;
+}

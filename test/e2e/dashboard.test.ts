@@ -1,0 +1,292 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningRegistry } from '../../src/registry/index.js';
+import { makeTempDir, removeTempDir } from '../support/server-process.js';
+import { addRegistry, copiesIn, registerNative, startFixture, startSync, stopFixture, testLogger, type NativeInstance, type SyncFixture } from '../support/sync-fixture.js';
+
+/*
+ * The dashboard in a real headless Chromium (Debian's, driven by playwright-core) against a real
+ * regsync: Redis, two embedded registries, the API with an admin and a read token. An operator signs
+ * in, adds two clusters and a task through the forms, watches the task converge while an instance
+ * registers (no reload), checks clusters, shards and workers, pauses the task, then looks again with
+ * a read-only token. Screenshots go to dist/screenshots/.
+ */
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOTS = join(ROOT, 'dist', 'screenshots');
+const ADMIN_TOKEN = 'dashboard-admin-0123456789abcdef';
+const READ_TOKEN = 'dashboard-read-0123456789abcdef';
+const TASK = 'orders-east-west';
+const SERVICE_ROW = 'tr[data-service="public/DEFAULT_GROUP/orders"]';
+
+// `npm test` installs chromium before any test runs (test/support/setup-system.mjs); run directly,
+// this file tries the same, and is skipped only when the browser cannot be installed here.
+if (!existsSync(CHROMIUM)) spawnSync(process.execPath, [join(ROOT, 'test', 'support', 'setup-system.mjs')], { stdio: 'inherit' });
+const browserMissing = !existsSync(CHROMIUM);
+if (browserMissing) {
+  console.warn(`dashboard browser test skipped: ${CHROMIUM} is missing and could not be installed (as root: apt-get install -y chromium)`);
+}
+
+describe.skipIf(browserMissing)('the dashboard in headless Chromium', () => {
+  let fx: SyncFixture;
+  let east: RunningRegistry;
+  let west: RunningRegistry;
+  let url: string;
+  let profile: string;
+  let context: BrowserContext;
+  let page: Page;
+  const natives: NativeInstance[] = [];
+  const pageErrors: string[] = [];
+
+  /** The REST API as the admin, for checks the page does not make. */
+  const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: { error?: { message: string } } & Record<string, unknown> }> => {
+    const res = await fetch(`${url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text === '' ? {} : JSON.parse(text) };
+  };
+  const shot = (name: string) => page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  const nav = (name: string) => page.locator('header nav').getByRole('link', { name, exact: true }).click();
+
+  beforeAll(async () => {
+    // The assets the server serves, from the current sources (a few seconds; `npm run build` does the same).
+    const built = spawnSync('npm', ['run', '--silent', 'build:dashboard'], { cwd: ROOT, encoding: 'utf8' });
+    if (built.status !== 0) throw new Error(`npm run build:dashboard failed:\n${built.stdout}\n${built.stderr}`);
+    mkdirSync(SCREENSHOTS, { recursive: true });
+
+    fx = await startFixture();
+    east = await addRegistry(fx, 'east');
+    west = await addRegistry(fx, 'west');
+    const node = await startSync(fx, testLogger(), {
+      apiTokens: [
+        { name: 'ops', scope: 'admin', token: ADMIN_TOKEN },
+        { name: 'viewer', scope: 'read', token: READ_TOKEN },
+      ],
+    });
+    url = node.url as string;
+
+    profile = makeTempDir('regsync-chromium-');
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      viewport: { width: 1440, height: 900 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.setDefaultTimeout(20_000);
+    page.on('pageerror', (err) => pageErrors.push(err.message));
+    // The page confirms deletions and releases with window.confirm: the operator says yes.
+    page.on('dialog', (dialog) => void dialog.accept());
+  });
+
+  afterAll(async () => {
+    for (const n of natives) n.stop();
+    await context?.close();
+    if (fx) await stopFixture(fx);
+    if (profile) removeTempDir(profile);
+  });
+
+  it('asks for a token, shows why a wrong one is refused, and signs in with the admin token', async () => {
+    await page.goto(`${url}/`);
+    await page.locator('#login').waitFor({ state: 'visible' });
+    await shot('01-sign-in');
+
+    await page.locator('#token').fill('not-a-token-of-this-server');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('#login-error', { hasText: 'the token is not valid' }).waitFor();
+
+    await page.locator('#token').fill(ADMIN_TOKEN);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('#who', { hasText: 'ops (admin)' }).waitFor();
+    expect(await page.locator('#login').isHidden()).toBe(true);
+    // Kept in the tab's sessionStorage, not in localStorage or a cookie.
+    expect(await page.evaluate(() => sessionStorage.getItem('regsync.apiToken'))).toBe(ADMIN_TOKEN);
+    expect(await context.cookies()).toEqual([]);
+    // Gone if anything below reloads the page: every update must come without a reload.
+    await page.evaluate(() => Object.assign(window, { regsyncNotReloaded: true }));
+  });
+
+  it('adds two clusters with the form and shows the API\'s own message for a duplicate', async () => {
+    await nav('Clusters');
+    const form = page.locator('#add-cluster');
+    for (const [id, registry] of [['east', east], ['west', west]] as const) {
+      await form.locator('[name=id]').fill(id);
+      await form.locator('[name=kind]').selectOption('nacos');
+      await form.locator('[name=endpoints]').fill(registry.endpoint);
+      await form.locator('[name=labels]').fill(`region=${id}`);
+      await form.getByRole('button', { name: 'Add cluster' }).click();
+      await form.locator('[role=status]', { hasText: `cluster ${id} added` }).waitFor();
+      await page.locator(`tr[data-cluster="${id}"]`).waitFor();
+    }
+    expect(await page.locator('tr[data-cluster="west"]').textContent()).toContain('region=west');
+
+    await form.locator('[name=id]').fill('east');
+    await form.locator('[name=endpoints]').fill(east.endpoint);
+    await form.getByRole('button', { name: 'Add cluster' }).click();
+    const shown = form.locator('[role=alert]');
+    await shown.waitFor();
+    const answer = await api('POST', '/api/v1/clusters', { id: 'east', kind: 'nacos', endpoints: [east.endpoint] });
+    expect(answer.status).toBe(409);
+    expect(await shown.textContent()).toBe(answer.body.error?.message);
+    expect(await shown.getAttribute('data-code')).toBe('cluster_exists');
+  });
+
+  it('adds a task with the form and shows it converge live as instances register', async () => {
+    await nav('Tasks');
+    const form = page.locator('#add-task');
+    await form.locator('[name=id]').fill(TASK);
+    await form.locator('[name=source]').selectOption('east');
+    await form.locator('[name=destination]').selectOption('west');
+    await form.locator('[name=service]').fill('orders');
+    await form.getByRole('button', { name: 'Add task' }).click();
+    await form.locator('[role=status]', { hasText: `task ${TASK} created` }).waitFor();
+    await page.locator(`tr[data-task="${TASK}"]`).waitFor();
+
+    await page.getByRole('link', { name: TASK, exact: true }).click();
+    await page.locator('#task-state', { hasText: 'running' }).waitFor();
+
+    natives.push(await registerNative(() => east, 'orders', '10.9.0.1', 8080));
+    await page.locator(`${SERVICE_ROW} td.src`, { hasText: /^1$/ }).waitFor();
+    await page.locator(`${SERVICE_ROW} td.dst`, { hasText: /^1$/ }).waitFor();
+    natives.push(await registerNative(() => east, 'orders', '10.9.0.2', 8080));
+    await page.locator(`${SERVICE_ROW} td.src`, { hasText: /^2$/ }).waitFor();
+    await page.locator(`${SERVICE_ROW} td.dst`, { hasText: /^2$/ }).waitFor();
+    expect(copiesIn(west, 'orders').map((i) => i.ip).sort()).toEqual(['10.9.0.1', '10.9.0.2']);
+
+    // The events of the task, from the events route, and the stream that brought the changes.
+    if ((await api('GET', `/api/v1/tasks/${TASK}/events`)).status === 200) {
+      await page.locator('#events tr[data-kind="reconciled"]').first().waitFor();
+      expect(await page.locator('#live').getAttribute('data-mode')).toBe('live');
+    }
+    expect(await page.evaluate(() => (window as unknown as { regsyncNotReloaded?: boolean }).regsyncNotReloaded)).toBe(true);
+    await shot('03-task-detail');
+
+    await nav('Tasks');
+    const row = page.locator(`tr[data-task="${TASK}"]`);
+    await row.locator('td.dst', { hasText: /^2$/ }).waitFor();
+    expect(await row.locator('td.syncs').textContent()).toBe('1');
+    await shot('02-tasks');
+  });
+
+  it('falls back to polling when the event stream is unavailable, and says when there are no events', async () => {
+    const tab = await context.newPage();
+    tab.setDefaultTimeout(20_000);
+    tab.on('pageerror', (err) => pageErrors.push(err.message));
+    // A server without the events routes, as the page sees it.
+    const noRoute = { status: 404, contentType: 'application/json', body: JSON.stringify({ error: { code: 'not_found', message: 'no route' } }) };
+    await tab.route(/\/api\/v1\/(events|tasks\/[^/]+\/events)(\?.*)?$/, (route) => route.fulfill(noRoute));
+    // The token as a signed-in tab keeps it (sessionStorage is per tab).
+    await tab.addInitScript((token) => sessionStorage.setItem('regsync.apiToken', token), ADMIN_TOKEN);
+    try {
+      await tab.goto(`${url}/#/tasks/${TASK}`);
+      await tab.locator('#live[data-mode="polling"]').waitFor();
+      await tab.getByText('This server keeps no events.').waitFor();
+      await tab.locator(`${SERVICE_ROW} td.dst`, { hasText: /^2$/ }).waitFor();
+      natives.push(await registerNative(() => east, 'orders', '10.9.0.3', 8080));
+      await tab.locator(`${SERVICE_ROW} td.src`, { hasText: /^3$/ }).waitFor();
+      await tab.locator(`${SERVICE_ROW} td.dst`, { hasText: /^3$/ }).waitFor();
+    } finally {
+      await tab.close();
+    }
+  });
+
+  it('pages, searches and filters a task of 10,000 service syncs, and shows the API\'s refusal of a release', async () => {
+    const store = fx.node?.store;
+    if (store === undefined) throw new Error('regsync is not running');
+    // A paused task (the engine leaves it alone) with statuses as 10,000 services would leave them.
+    expect(
+      await store.createTask({ id: 'everything', source: 'east', destination: 'west', service: '*', group: 'DEFAULT_GROUP', namespace: 'public', options: {}, state: 'paused', createdAt: new Date().toISOString() }),
+    ).toBe('created');
+    await Promise.all(
+      Array.from({ length: 10_000 }, (_, i) =>
+        store.putServiceStatus('everything', {
+          service: { namespace: 'public', group: 'DEFAULT_GROUP', name: `svc-${String(i).padStart(5, '0')}` },
+          sourceInstances: 3,
+          destinationInstances: i % 500 === 7 ? 0 : 3,
+          lastSyncAt: new Date().toISOString(),
+          lagMs: i % 97,
+          lastError: i % 500 === 7 ? 'holding a mass deletion: 3 of 3 copies (100%) would be removed' : null,
+          held: i % 500 === 7 ? { removes: 3, copies: 3, since: new Date().toISOString(), confirm: 'operator' } : null,
+        }),
+      ),
+    );
+
+    await page.goto(`${url}/#/tasks/everything`);
+    const range = page.locator('.pager .range');
+    await range.filter({ hasText: '1–100 of 10,000' }).waitFor();
+    expect(await page.locator('#services tbody tr').count()).toBe(100);
+    await page.getByRole('button', { name: 'Next →' }).click();
+    await range.filter({ hasText: '101–200 of 10,000' }).waitFor();
+    await page.locator('tr[data-service="public/DEFAULT_GROUP/svc-00100"]').waitFor();
+
+    await page.getByRole('searchbox', { name: 'Search services' }).fill('SVC-0999');
+    await range.filter({ hasText: '1–10 of 10 matching' }).waitFor();
+    await page.getByRole('searchbox', { name: 'Search services' }).fill('');
+    await page.getByRole('combobox', { name: 'Show' }).selectOption('held');
+    await range.filter({ hasText: '1–20 of 20 matching' }).waitFor();
+    await shot('08-many-services-held');
+
+    // Releasing a held deletion of a paused task: the API refuses, and the page says what it said.
+    await page.locator('tr[data-service="public/DEFAULT_GROUP/svc-00007"]').getByRole('button', { name: 'Release' }).click();
+    const refusal = page.locator('[role=alert][data-code="task_paused"]');
+    await refusal.waitFor();
+    expect(await refusal.textContent()).toBe('task everything is paused; resume it to sync');
+    // It never wrote a copy: forget it without the engine's sweep of 10,000 services.
+    await store.deleteTask('everything');
+  });
+
+  it('shows the clusters as reachable, and the shards, workers and CMDB', async () => {
+    await nav('Clusters');
+    await page.locator('tr[data-cluster="east"] .reachability', { hasText: 'reachable' }).waitFor();
+    await page.locator('tr[data-cluster="west"] .reachability', { hasText: 'reachable' }).waitFor();
+    expect(await page.locator('tr[data-cluster="east"]').textContent()).toContain(TASK);
+    await shot('04-clusters');
+
+    await nav('Shards and workers');
+    await page.locator('#shards tbody tr').first().waitFor();
+    const shards = (await api('GET', '/api/v1/shards')).body as { items: unknown[] };
+    expect(await page.locator('#shards tbody tr').count()).toBe(shards.items.length);
+    await page.locator('#workers tbody tr[data-worker]').first().waitFor();
+    await shot('05-shards-and-workers');
+
+    await nav('CMDB');
+    await page.locator('#cmdb', { hasText: 'No worker reads a CMDB' }).waitFor();
+  });
+
+  it('pauses the task from its page', async () => {
+    await page.goto(`${url}/#/tasks/${TASK}`);
+    await page.locator('#task-state', { hasText: 'running' }).waitFor();
+    await page.locator('.actions').getByRole('button', { name: 'Pause' }).click();
+    await page.locator('#task-state', { hasText: 'paused' }).waitFor();
+    await page.locator('.actions').getByRole('button', { name: 'Resume' }).waitFor();
+    expect((await api('GET', `/api/v1/tasks/${TASK}`)).body.state).toBe('paused');
+    await shot('06-task-paused');
+  });
+
+  it('disables every action for a read-only token', async () => {
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.locator('#login').waitFor({ state: 'visible' });
+    await page.locator('#token').fill(READ_TOKEN);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('#who', { hasText: 'viewer (read-only)' }).waitFor();
+    await page.locator('#read-only').waitFor({ state: 'visible' });
+
+    await nav('Tasks');
+    const row = page.locator(`tr[data-task="${TASK}"]`);
+    await row.waitFor();
+    for (const name of ['Resume', 'Resync', 'Delete']) expect(await row.getByRole('button', { name }).isDisabled()).toBe(true);
+    // The form's fieldset is disabled, and with it every control in it.
+    expect(await page.locator('#add-task').getByRole('button', { name: 'Add task' }).isDisabled()).toBe(true);
+    expect(await page.locator('#add-task [name=service]').isDisabled()).toBe(true);
+    await shot('07-read-only');
+    expect(pageErrors).toEqual([]);
+  });
+});
