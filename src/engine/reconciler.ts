@@ -333,7 +333,7 @@ export class Reconciler {
         'reconciled',
         taskId,
         service,
-        `${plan.upsert.length} copies written to and ${plan.remove.length} removed from ${task.destination}; ${live.length} copies there, ${sourceInstances.length} source instances (lag ${lagMs} ms)`,
+        `${count(plan.upsert.length, 'copy', 'copies')} written to and ${plan.remove.length} removed from ${task.destination}; ${count(live.length, 'copy', 'copies')} there, ${count(sourceInstances.length, 'source instance', 'source instances')} (lag ${lagMs} ms)`,
       );
     }
     return { kind: 'synced', upserts: plan.upsert.length, removes: plan.remove.length, conflicts: plan.conflicts.length };
@@ -424,6 +424,11 @@ export class Reconciler {
 interface RunNote {
   /** Lag of the status written, ms (only when one was written after a sync). */
   lagMs?: number;
+}
+
+/** `1 copy`, `2 copies`. */
+function count(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
 }
 
 function messageOf(err: unknown): string {
