@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createKubernetesAdapter } from '../adapters/kubernetes/index.js';
 import { createNacosAdapter } from '../adapters/nacos/index.js';
+import { countingRequestErrors } from './metrics/adapter-errors.js';
 import { createZooKeeperAdapter } from '../adapters/zookeeper/index.js';
 import { buildApiApp } from './api/index.js';
 import type { ApiToken } from './api/auth-tokens.js';
@@ -151,7 +152,9 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
   const observer = combineObservers(metrics, events.observer);
   const nacos: AdapterFactory = (spec, deps) =>
     createNacosAdapter(spec, { ...deps, onRequestError: (code) => metrics.adapterRequestError(spec.id, code) });
-  const adapters = new AdapterPool((id) => store.getCluster(id), { nacos, zookeeper: createZooKeeperAdapter, kubernetes: createKubernetesAdapter, ...options.adapters }, logger);
+  const zookeeper: AdapterFactory = (spec, deps) => countingRequestErrors(createZooKeeperAdapter(spec, deps), (kind) => metrics.adapterRequestError(spec.id, kind));
+  const kubernetes: AdapterFactory = (spec, deps) => countingRequestErrors(createKubernetesAdapter(spec, deps), (kind) => metrics.adapterRequestError(spec.id, kind));
+  const adapters = new AdapterPool((id) => store.getCluster(id), { nacos, zookeeper, kubernetes, ...options.adapters }, logger);
   const heartbeats = new HeartbeatScheduler({ logger, observer });
   // Bound before this process joins anything: an address in use stops it with nothing to undo.
   let metricsServer: MetricsServer | undefined;

@@ -108,4 +108,18 @@ describe('GET /metrics of a running regsync', () => {
     }
     expect(s.samples('regsync_adapter_request_errors_total', { cluster: 'a' })).toEqual([]);
   });
+
+  it('counts the failed calls of an unreachable ZooKeeper cluster by their error code', async () => {
+    const options = { layout: 'dubbo', connectTimeoutMs: 300, operationTimeoutMs: 300 };
+    const res = await api(url, 'POST', '/api/v1/clusters', { id: 'dead-zk', kind: 'zookeeper', endpoints: ['127.0.0.1:1'], options });
+    expect(res.status).toBe(201);
+    await defineTask(url, 'from-dead-zk', 'dead-zk', 'b', 'providers:com.acme.Orders::');
+    await waitUntil(
+      async () => {
+        const m = await metrics();
+        return m.samples('regsync_adapter_request_errors_total', { cluster: 'dead-zk' }).some((x) => x.value >= 1 && /^zookeeper-/.test(x.labels.kind ?? ''));
+      },
+      { message: 'ZooKeeper request errors counted', timeoutMs: 20_000 },
+    );
+  });
 });
