@@ -169,7 +169,8 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
   }
   const queues = new ShardQueues({ connection: queueRedis, prefix: `${prefix}:bull`, changeDelayMs: options.changeDelayMs }, shardOfKey);
   const liveSets = new LiveSets(storeRedis, prefix);
-  const sourceAddresses = new SourceAddresses();
+  // Which addresses each service sync reads matters only for CMDB changes.
+  const sourceAddresses = options.cmdb ? new SourceAddresses() : undefined;
 
   const cmdb = options.cmdb;
   const onLabelsChanged = (ips: string[]): void => {
@@ -205,7 +206,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     shardOf: shardOfKey,
     leads,
     liveSets,
-    sourceAddresses,
+    ...(sourceAddresses ? { sourceAddresses } : {}),
     ...(options.confirmEmptyMs !== undefined ? { confirmMs: options.confirmEmptyMs } : {}),
   });
   const bus = new ControlBus(storeRedis, prefix, logger.child({ component: 'control' }), options.workerId);

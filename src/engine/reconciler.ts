@@ -190,7 +190,9 @@ export class Reconciler {
       heartbeats.clear(key);
       return { kind: 'inactive' };
     }
-    const log = this.log.child({ task: taskId, service: serviceKeyString(service) });
+    // A child logger costs (its bindings are serialized and redacted): made only when something is logged.
+    let child: Logger | undefined;
+    const log = (): Logger => (child ??= this.log.child({ task: taskId, service: serviceKeyString(service) }));
     let source: RegistryAdapter;
     let destination: RegistryAdapter;
     let sourceInstances: Instance[];
@@ -207,7 +209,7 @@ export class Reconciler {
     const maxInstances = task.options.maxInstances ?? DEFAULT_MAX_INSTANCES;
     if (sourceInstances.length > maxInstances) {
       const reason = `source ${task.source} lists ${sourceInstances.length} instances, more than the task's maxInstances (${maxInstances}); the copies are left as they are`;
-      log.warn({ instances: sourceInstances.length, maxInstances }, 'service over the instance limit; not synced');
+      log().warn({ instances: sourceInstances.length, maxInstances }, 'service over the instance limit; not synced');
       await this.recordError(taskId, service, reason);
       return { kind: 'refused', reason };
     }
@@ -220,12 +222,12 @@ export class Reconciler {
         if (first === undefined) this.emptySince.set(key, now);
         const wait = first === undefined ? this.confirmEmptyMs : this.confirmEmptyMs - (now - first);
         const reason = `source ${task.source} suddenly lists no instances (had ${known}); holding the copies until a read ${this.confirmEmptyMs} ms later confirms it`;
-        log.warn({ known }, 'source dropped to zero instances; holding');
+        log().warn({ known }, 'source dropped to zero instances; holding');
         await this.recordError(taskId, service, reason, 'held');
         await this.opts.requeue(key, wait + 10);
         return { kind: 'held', reason };
       }
-      log.info({ known }, 'drop to zero confirmed');
+      log().info({ known }, 'drop to zero confirmed');
     }
     this.emptySince.delete(key);
 
@@ -246,12 +248,16 @@ export class Reconciler {
       sourceClusterId: task.source,
       destinationClusterId: task.destination,
       destinationAliases: Array.isArray(aliases) ? aliases.map(String) : [],
-      labels: {
-        cluster: sourceSpec?.labels ?? {},
-        cmdb: cmdb ? (ip) => cmdb.labelsOf(ip) : undefined,
-        names: task.options.labels,
-        override: task.options.labelsOverride ?? false,
-      },
+      // Nothing to stamp without a CMDB or cluster labels: copies keep the source's metadata as it is.
+      labels:
+        cmdb || Object.keys(sourceSpec?.labels ?? {}).length > 0
+          ? {
+              cluster: sourceSpec?.labels ?? {},
+              cmdb: cmdb ? (ip) => cmdb.labelsOf(ip) : undefined,
+              names: task.options.labels,
+              override: task.options.labelsOverride ?? false,
+            }
+          : undefined,
       metadataKeys: metadataFilter(task.options.mapping),
     });
     this.opts.sourceAddresses?.set(key, sourceInstances.map((i) => i.ip));
@@ -273,7 +279,7 @@ export class Reconciler {
         if ((err as { retryable?: unknown } | null)?.retryable === false) return { kind: 'refused', reason: messageOf(err) };
         throw err;
       }
-      log.debug({ upserts: plan.upsert.length, removes: plan.remove.length }, 'applied');
+      if (this.log.isLevelEnabled('debug')) log().debug({ upserts: plan.upsert.length, removes: plan.remove.length }, 'applied');
     }
     const live = [...plan.upsert, ...plan.unchanged];
     const shard = this.opts.shardOf?.(key) ?? 0;
@@ -289,7 +295,7 @@ export class Reconciler {
     if (leading && this.opts.activeTask(taskId) !== undefined) heartbeats.set(key, destination, target, live, plan.upsert);
     else heartbeats.clear(key);
     // A lost record is written again by the next reconcile (nothing marks it written meanwhile).
-    await this.opts.liveSets?.put(key, shard, live, !leading).catch((err: unknown) => log.warn({ err }, 'cannot record the copies to beat'));
+    await this.opts.liveSets?.put(key, shard, live, !leading).catch((err: unknown) => log().warn({ err }, 'cannot record the copies to beat'));
     this.knownSourceCounts.set(key, sourceInstances.length);
 
     if (sourceInstances.length === 0 && live.length === 0 && this.opts.stillListed?.(key) === false) {
@@ -299,7 +305,7 @@ export class Reconciler {
       await store.deleteServiceStatus(taskId, service);
       this.knownSourceCounts.delete(key);
       this.opts.sourceAddresses?.delete(key);
-      log.info('service gone from the source; service sync forgotten');
+      log().info('service gone from the source; service sync forgotten');
       this.emit('removed', taskId, service, `service gone from source ${task.source}; ${plan.remove.length} copies removed from ${task.destination} and the service sync forgotten`);
       return { kind: 'synced', upserts: plan.upsert.length, removes: plan.remove.length, conflicts: plan.conflicts.length };
     }
@@ -312,7 +318,7 @@ export class Reconciler {
             .map(instanceId)
             .join(', ')})`
         : null;
-    if (conflictNote) log.warn({ conflicts: plan.conflicts.length }, 'address conflicts in destination');
+    if (conflictNote) log().warn({ conflicts: plan.conflicts.length }, 'address conflicts in destination');
     const lagMs = Math.max(0, Date.now() - since);
     await store.putServiceStatus(taskId, {
       service,
@@ -352,7 +358,7 @@ export class Reconciler {
     service: ServiceKey,
     removes: number,
     owned: number,
-    log: Logger,
+    log: () => Logger,
   ): Promise<{ kind: 'apply' } | { kind: 'hold'; held: HeldDeletion; note: string }> {
     const percent = task.options.massDeletionPercent ?? DEFAULT_MASS_DELETION_PERCENT;
     const minCopies = task.options.massDeletionMinCopies ?? DEFAULT_MASS_DELETION_MIN_COPIES;
@@ -360,7 +366,7 @@ export class Reconciler {
     const { store } = this.opts;
     const confirm = task.options.massDeletionConfirm ?? 'read';
     if (await store.takeRelease(task.id, service)) {
-      log.warn({ removes, copies: owned }, 'mass deletion released by an operator; applying');
+      log().warn({ removes, copies: owned }, 'mass deletion released by an operator; applying');
       this.emit('released', task.id, service, `mass deletion released by an operator: removing ${removes} of ${owned} copies`);
       return { kind: 'apply' };
     }
@@ -369,7 +375,7 @@ export class Reconciler {
     if (confirm === 'read') {
       const age = Date.now() - Date.parse(since);
       if (previous !== undefined && age >= this.confirmEmptyMs) {
-        log.warn({ removes, copies: owned, heldMs: age }, 'mass deletion confirmed by a later read; applying');
+        log().warn({ removes, copies: owned, heldMs: age }, 'mass deletion confirmed by a later read; applying');
         this.emit('released', task.id, service, `mass deletion confirmed by a read ${age} ms later: removing ${removes} of ${owned} copies`);
         return { kind: 'apply' };
       }
@@ -381,7 +387,7 @@ export class Reconciler {
       (confirm === 'read' ? `applied if a read ${this.confirmEmptyMs} ms later still plans it, or ` : '') +
       `released by POST /api/v1/tasks/${task.id}/release`;
     if (previous === undefined) {
-      log.warn({ removes, copies: owned, confirm }, 'holding a mass deletion');
+      log().warn({ removes, copies: owned, confirm }, 'holding a mass deletion');
       this.emit('held', task.id, service, note);
     }
     return { kind: 'hold', held: { removes, copies: owned, since, confirm }, note };

@@ -47,6 +47,27 @@ end
 return id
 `;
 
+/**
+ * Many events in one call (what the engine reports during a burst): KEYS[1] the deployment's
+ * stream, KEYS[2..] task streams; ARGV[4] a JSON array of `[task key index or 0, field, value, ...]`.
+ */
+const ADD_EVENTS = `
+local events = cjson.decode(ARGV[4])
+for _, e in ipairs(events) do
+  local k = e[1]
+  table.remove(e, 1)
+  local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(e))
+  if k > 0 then
+    redis.call('XADD', KEYS[k], 'MAXLEN', '~', ARGV[2], id, unpack(e))
+    redis.call('PEXPIRE', KEYS[k], ARGV[3])
+  end
+end
+return #events
+`;
+
+/** Most events written by one call of {@link ADD_EVENTS}. */
+const BATCH = 256;
+
 const KINDS = new Set<TaskEventKind>(['reconciled', 'held', 'released', 'error', 'removed', 'task', 'cluster']);
 
 /**
@@ -81,17 +102,53 @@ export class TaskEventLog {
     this.log = options.logger.child({ component: 'task-events' });
   }
 
-  /** The observer that records the engine's events here (in the background). */
+  private pending: TaskEventInput[] = [];
+  private flushing: Promise<void> | undefined;
+
+  /**
+   * The observer that records the engine's events here, in the background: the events of one turn
+   * of the event loop (a burst of reconciles finishing) go to Redis in one call.
+   */
   get observer(): EngineObserver {
-    return { event: (event) => void this.record(event) };
+    return {
+      event: (event) => {
+        this.pending.push(event);
+        this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
+      },
+    };
+  }
+
+  /** Writes the events the observer collected; resolves once they are in Redis (or logged as lost). */
+  async flush(): Promise<void> {
+    while (this.pending.length > 0) {
+      const batch = this.pending.splice(0, BATCH);
+      const keys = [this.streamKey];
+      const index = new Map<string, number>();
+      const rows = batch.map((event) => {
+        let k = 0;
+        if (event.taskId !== undefined) {
+          const key = this.taskKey(event.taskId);
+          k = index.get(key) ?? 0;
+          if (k === 0) {
+            keys.push(key);
+            k = keys.length;
+            index.set(key, k);
+          }
+        }
+        return [k, ...fieldsOf(event)];
+      });
+      try {
+        await evalScript(this.opts.redis, ADD_EVENTS, keys.length, ...keys, this.opts.maxLen, this.opts.taskMaxLen, this.opts.taskTtlMs, JSON.stringify(rows));
+      } catch (err) {
+        this.log.warn({ err, events: batch.length }, 'cannot record task events');
+      }
+    }
+    this.flushing = undefined;
   }
 
   /** Records one event; resolves to its id, or undefined when Redis did not take it (logged). */
   async record(event: TaskEventInput): Promise<string | undefined> {
-    const fields: string[] = ['kind', event.kind, 'message', event.message];
-    if (event.taskId !== undefined) fields.push('task', event.taskId);
-    if (event.service !== undefined) fields.push('service', event.service);
-    if (event.clusterId !== undefined) fields.push('cluster', event.clusterId);
+    const fields = fieldsOf(event);
     const keys = event.taskId !== undefined ? [this.streamKey, this.taskKey(event.taskId)] : [this.streamKey];
     try {
       const id = await evalScript(this.opts.redis, ADD_EVENT, keys.length, ...keys, this.opts.maxLen, this.opts.taskMaxLen, this.opts.taskTtlMs, ...fields);
@@ -129,6 +186,7 @@ export class TaskEventLog {
   /** Stops the reader (its connection is cut, which ends a blocked XREAD at once) and drops every subscriber. */
   async close(): Promise<void> {
     if (this.closed) return;
+    await this.flushing;
     this.closed = true;
     this.listeners.clear();
     this.stopWaiting.abort();
@@ -231,4 +289,13 @@ export function parseEntry(id: string, fields: readonly string[]): TaskEvent | u
   if (service !== undefined) event.service = service;
   if (cluster !== undefined) event.clusterId = cluster;
   return event;
+}
+
+/** An event's stream fields: `kind`, `message`, and `task`, `service`, `cluster` when set. */
+function fieldsOf(event: TaskEventInput): string[] {
+  const fields: string[] = ['kind', event.kind, 'message', event.message];
+  if (event.taskId !== undefined) fields.push('task', event.taskId);
+  if (event.service !== undefined) fields.push('service', event.service);
+  if (event.clusterId !== undefined) fields.push('cluster', event.clusterId);
+  return fields;
 }

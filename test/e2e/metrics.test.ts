@@ -117,7 +117,7 @@ describe('GET /metrics of a running regsync', () => {
     await waitUntil(
       async () => {
         const m = await metrics();
-        return m.samples('regsync_adapter_request_errors_total', { cluster: 'dead-zk' }).some((x) => x.value >= 1 && /^zookeeper-/.test(x.labels.kind ?? ''));
+        return m.samples('regsync_adapter_request_errors_total', { cluster: 'dead-zk' }).some((x) => (x.value ?? 0) >= 1 && /^zookeeper-/.test(x.labels.kind ?? ''));
       },
       { message: 'ZooKeeper request errors counted', timeoutMs: 20_000 },
     );
