@@ -67,8 +67,10 @@ describe('pageOfServices', () => {
     expect(pageOfServices(many, { offset: 0, limit: 10, only: 'error' })).toMatchObject({ total: 25, items: { length: 10 } });
     expect(pageOfServices(many, { offset: 0, limit: 100, only: 'held' }).items.map((s) => s.service.name)).toEqual(['svc-000', 'svc-050', 'svc-100', 'svc-150', 'svc-200']);
     expect(pageOfServices(many, { offset: 0, limit: 100, only: 'held', q: 'svc-1' }).total).toBe(2);
-    const mapped = [status('orders', { destination: { namespace: 'prod', group: 'SHOP', name: 'sh-orders' } }), status('users')];
-    expect(pageOfServices(mapped, { offset: 0, limit: 100, q: 'prod/shop' }).items.map((s) => s.service.name)).toEqual(['orders']);
+    const mapped = [status('orders'), status('users')];
+    const mapping = { namespaces: { public: 'prod' }, groups: { DEFAULT_GROUP: 'SHOP' }, rename: { orders: 'sh-orders' } };
+    expect(pageOfServices(mapped, { offset: 0, limit: 100, q: 'prod/shop/sh-' }, mapping).items.map((s) => s.service.name)).toEqual(['orders']);
+    expect(pageOfServices(mapped, { offset: 0, limit: 100, q: 'prod/shop/sh-' }).total).toBe(0);
   });
 });
 

@@ -3,7 +3,8 @@ import { readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { serviceKeyString, type ClusterSpec, type TaskSpec } from '../model/index.js';
+import { serviceKeyString, type ClusterSpec, type ServiceMapping, type TaskSpec } from '../model/index.js';
+import { mapService } from '../model/task-rules.js';
 import type { ServiceStatus } from '../store/index.js';
 import type { RouteContext } from './api-deps.js';
 import { ApiError } from './api-error.js';
@@ -86,6 +87,7 @@ export const MAX_SERVICE_PAGE = 1000;
 export function pageOfServices(
   statuses: readonly ServiceStatus[],
   query: ServicePageQuery,
+  mapping?: ServiceMapping,
 ): { total: number; items: ServiceStatus[] } {
   const needle = query.q?.trim().toLowerCase() ?? '';
   const matches = statuses.filter((s) => {
@@ -94,7 +96,7 @@ export function pageOfServices(
     if (needle === '') return true;
     return (
       serviceKeyString(s.service).toLowerCase().includes(needle) ||
-      (s.destination !== undefined && serviceKeyString(s.destination).toLowerCase().includes(needle))
+      (mapping !== undefined && serviceKeyString(mapService(s.service, mapping)).toLowerCase().includes(needle))
     );
   });
   return { total: matches.length, items: matches.slice(query.offset, query.offset + query.limit) };
@@ -378,7 +380,7 @@ export function registerDashboardRoutes(app: FastifyInstance, ctx: RouteContext,
         limit: limit === undefined ? DEFAULT_SERVICE_PAGE : Number(limit),
         q,
         only,
-      });
+      }, spec.options.mapping);
       const secrets = [source?.password, destination?.password].filter((p) => p !== undefined);
       const items: ServiceStatusView[] = taskDetailView(spec, null, page.items, secrets).status.services;
       return { total: page.total, items };

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { serviceKeyString, type ClusterSpec, type HeldDeletion, type TaskSpec } from '../model/index.js';
+import { mapService } from '../model/task-rules.js';
 import type { ServiceStatus } from '../store/index.js';
 
 /** A cluster as the API shows it: the password is never shown, only whether there is one. */
@@ -109,7 +110,7 @@ export function taskDetailView(
         lastSyncAt: s.lastSyncAt,
         lagMs: s.lagMs,
         lastError: s.lastError === null ? null : maskSecrets(s.lastError, secrets),
-        ...(s.destination ? { destination: serviceKeyString(s.destination) } : {}),
+        ...(spec.options.mapping ? { destination: serviceKeyString(mapService(s.service, spec.options.mapping)) } : {}),
         held: s.held ?? null,
       })),
     },

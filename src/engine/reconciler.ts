@@ -34,8 +34,6 @@ export interface ServiceSyncStatus {
   lastError: string | null;
   /** Digest of the source instances the last reconcile read (see `instancesDigest`). */
   sourceDigest?: string | undefined;
-  /** Where the copies go, when the task maps names (see the task option `mapping`). */
-  destination?: ServiceKey | undefined;
   /** A mass deletion the guard holds back (see the task option `massDeletionPercent`). */
   held?: HeldDeletion | null | undefined;
 }
@@ -330,7 +328,6 @@ export class Reconciler {
         [guard.kind === 'hold' ? guard.note : null, conflictNote, ...issues.map((i) => `skipped in source ${task.source}: ${i}`)].filter((n) => n !== null).join('; ') ||
         null,
       sourceDigest: instancesDigest(sourceInstances),
-      ...(task.options.mapping ? { destination: target } : {}),
       held: guard.kind === 'hold' ? guard.held : null,
     });
     note.lagMs = lagMs;

@@ -78,7 +78,6 @@ export function isServiceStatus(v: unknown): v is ServiceStatus {
     isNullableNumber(v.lagMs) &&
     isNullableString(v.lastError) &&
     (v.sourceDigest === undefined || typeof v.sourceDigest === 'string') &&
-    (v.destination === undefined || (isObject(v.destination) && typeof v.destination.name === 'string')) &&
     (v.held === undefined || v.held === null || (isObject(v.held) && typeof v.held.removes === 'number' && typeof v.held.since === 'string'))
   );
 }

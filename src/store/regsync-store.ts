@@ -421,7 +421,6 @@ function storedStatus(status: ServiceStatus): ServiceStatus {
     lagMs: status.lagMs,
     lastError: status.lastError,
     ...(status.sourceDigest !== undefined ? { sourceDigest: status.sourceDigest } : {}),
-    ...(status.destination !== undefined ? { destination: { namespace: status.destination.namespace, group: status.destination.group, name: status.destination.name } } : {}),
     ...(status.held ? { held: { removes: status.held.removes, copies: status.held.copies, since: status.held.since, confirm: status.held.confirm } } : {}),
   };
 }

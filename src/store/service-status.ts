@@ -24,8 +24,6 @@ export interface ServiceStatus {
    * Absent in records written before it existed.
    */
   sourceDigest?: string | undefined;
-  /** Where the copies go, when the task maps names; absent: the same service. */
-  destination?: ServiceKey | undefined;
   /** A mass deletion held back until confirmed; null or absent: none. */
   held?: HeldDeletion | null | undefined;
 }
