@@ -1,29 +1,15 @@
-import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../../test/support/redis.js';
+import type { Redis } from 'ioredis';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { redisPerTest } from '../../test/support/redis-per-test.js';
 import { DeploymentMismatchError, ensureDeployment } from './index.js';
 
-let server: RedisServer;
 let redis: Redis;
 let prefix: string;
-
-beforeAll(async () => {
-  server = await startRedis();
-});
-
-afterAll(async () => {
-  await server?.cleanup();
-});
+const redisServer = redisPerTest();
 
 beforeEach(() => {
-  redis = new Redis(server.url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
-  redis.on('error', () => undefined);
-  prefix = `t-${randomUUID()}`;
-});
-
-afterEach(() => {
-  redis.disconnect();
+  redis = redisServer.redis;
+  prefix = redisServer.prefix;
 });
 
 describe('ensureDeployment', () => {

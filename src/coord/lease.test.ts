@@ -1,23 +1,22 @@
-import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../../test/support/redis.js';
+import type { Redis } from 'ioredis';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { redisPerTest } from '../../test/support/redis-per-test.js';
 import { waitUntil } from '../../test/support/wait-until.js';
 import { acquireLease, checkFence, LeaseManager, readLease, releaseLease, renewLease } from './index.js';
 
-let server: RedisServer;
-const clients: Redis[] = [];
 const managers: LeaseManager[] = [];
 let redis: Redis;
 let prefix: string;
+const redisServer = redisPerTest({}, () => {
+  for (const m of managers.splice(0)) m.halt();
+});
+const connect = (): Redis => redisServer.connect();
 
-function connect(): Redis {
-  const client = new Redis(server.url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
-  client.on('error', () => undefined);
-  clients.push(client);
-  return client;
-}
+beforeEach(() => {
+  redis = redisServer.redis;
+  prefix = redisServer.prefix;
+});
 
 function redisMs([seconds, micros]: [string, string] | [number, number] | unknown[]): number {
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
@@ -28,24 +27,6 @@ function manager(owner: string, ttlMs = 1000, safetyMarginMs?: number): LeaseMan
   managers.push(m);
   return m;
 }
-
-beforeAll(async () => {
-  server = await startRedis();
-});
-
-afterAll(async () => {
-  await server?.cleanup();
-});
-
-beforeEach(() => {
-  redis = connect();
-  prefix = `t-${randomUUID()}`;
-});
-
-afterEach(() => {
-  for (const m of managers.splice(0)) m.halt();
-  for (const client of clients.splice(0)) client.disconnect();
-});
 
 describe('lease functions', () => {
   it('acquire takes a free lease with a growing token; renew and release need owner and token', async () => {

@@ -1,23 +1,22 @@
-import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../../test/support/redis.js';
+import type { Redis } from 'ioredis';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { redisPerTest } from '../../test/support/redis-per-test.js';
 import { waitUntil } from '../../test/support/wait-until.js';
 import { defaultWorkerId, Membership, type MembershipOptions } from './index.js';
 
-let server: RedisServer;
-const clients: Redis[] = [];
 const members: Membership[] = [];
 let redis: Redis;
 let prefix: string;
+const redisServer = redisPerTest({}, () => {
+  for (const m of members.splice(0)) m.halt();
+});
+const connect = (): Redis => redisServer.connect();
 
-function connect(): Redis {
-  const client = new Redis(server.url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
-  client.on('error', () => undefined);
-  clients.push(client);
-  return client;
-}
+beforeEach(() => {
+  redis = redisServer.redis;
+  prefix = redisServer.prefix;
+});
 
 function member(id: string, extra: Partial<MembershipOptions> = {}): Membership {
   const m = new Membership({ redis: connect(), subscriber: connect(), prefix, id, ttlMs: 900, ...extra });
@@ -31,24 +30,6 @@ function changes(m: Membership): string[][] {
   m.on('change', (ids) => seen.push(ids));
   return seen;
 }
-
-beforeAll(async () => {
-  server = await startRedis();
-});
-
-afterAll(async () => {
-  await server?.cleanup();
-});
-
-beforeEach(() => {
-  redis = connect();
-  prefix = `t-${randomUUID()}`;
-});
-
-afterEach(() => {
-  for (const m of members.splice(0)) m.halt();
-  for (const client of clients.splice(0)) client.disconnect();
-});
 
 describe('Membership', () => {
   it('registers the worker with its record and a score in the worker set', async () => {

@@ -1,39 +1,19 @@
-import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { parseServiceSyncKey, serviceSyncKey, type ClusterSpec, type TaskSpec } from '../model/index.js';
-import { startRedis, type RedisServer } from '../../test/support/redis.js';
+import { redisPerTest } from '../../test/support/redis-per-test.js';
 import { RegsyncStore, StoreError, type ServiceStatus } from './index.js';
 
-let server: RedisServer;
-const clients: Redis[] = [];
 let redis: Redis;
 let prefix: string;
 let store: RegsyncStore;
-
-function connect(): Redis {
-  const client = new Redis(server.url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
-  client.on('error', () => undefined);
-  clients.push(client);
-  return client;
-}
-
-beforeAll(async () => {
-  server = await startRedis({ appendonly: true });
-});
-
-afterAll(async () => {
-  await server?.cleanup();
-});
+const redisServer = redisPerTest({ appendonly: true });
+const connect = (): Redis => redisServer.connect();
 
 beforeEach(() => {
-  redis = connect();
-  prefix = `t-${randomUUID()}`;
+  redis = redisServer.redis;
+  prefix = redisServer.prefix;
   store = new RegsyncStore(redis, prefix);
-});
-
-afterEach(() => {
-  for (const client of clients.splice(0)) client.disconnect();
 });
 
 function cluster(id: string, extra: Partial<ClusterSpec> = {}): ClusterSpec {
@@ -314,7 +294,7 @@ describe('durability', () => {
       error: await store.getTaskError('t1'),
     };
     redis.disconnect();
-    await server.restart();
+    await redisServer.server.restart();
 
     const after = new RegsyncStore(connect(), prefix);
     expect({
