@@ -405,9 +405,7 @@ export class Reconciler {
    * sync, is one event, not one per attempt).
    */
   private async recordError(taskId: string, service: ServiceKey, message: string, kind: TaskEventKind = 'error'): Promise<void> {
-    const previous = (await this.opts.store.listServiceStatus(taskId).catch(() => [])).find(
-      (s) => serviceKeyString(s.service) === serviceKeyString(service),
-    );
+    const previous = await this.opts.store.getServiceStatus(taskId, service).catch(() => undefined);
     if (previous?.lastError !== message) this.emit(kind, taskId, service, message);
     await this.opts.store
       .putServiceStatus(taskId, {
@@ -418,6 +416,8 @@ export class Reconciler {
         lagMs: previous?.lagMs ?? null,
         lastError: message,
         sourceDigest: previous?.sourceDigest,
+        // A failed read does not confirm nor forget a held deletion.
+        held: previous?.held ?? null,
       })
       .catch((err: unknown) => this.log.warn({ err }, 'cannot record status'));
   }
