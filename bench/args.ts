@@ -16,6 +16,8 @@ export interface BenchArgs {
   concurrency: number;
   /** Rounds of the raw write phase; the median counts. */
   rawRounds: number;
+  /** Services of the warm-up sync run before the measured cold sync (0: none). */
+  coldWarmupServices: number;
   /** Seconds the cold sync's (and the sharded phase's) task keeps running after it is done, to measure what a synced, unchanging task costs. */
   idleS: number;
   /** Changes of the propagation phase. */
@@ -45,6 +47,11 @@ export interface BenchArgs {
   timeoutS: number;
 }
 
+/** Warm-up writes of the raw phase before its measured `writes`. */
+export function rawWarmupWrites(writes: number): number {
+  return Math.min(2_000, Math.max(200, Math.round(writes / 10)));
+}
+
 export const USAGE = `usage: npm run bench -- [options]
 
   --services <n>      services of the cold full sync (default 2000; --quick 200)
@@ -53,6 +60,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --concurrency <n>   requests in flight of the raw write phase (default 32)
   --raw-rounds <n>    rounds of the raw write phase, each on a fresh registry; the median counts
                       (default 3; --quick 1)
+  --cold-warmup <n>   services of a warm-up sync (same instances per service, another namespace)
+                      before the measured cold sync, as the raw phase warms up with writes first
+                      (default: as many copies as the raw phase's warm-up writes; 0 skips)
   --idle <s>          after the cold sync and the sharded sync, seconds their task keeps running
                       with nothing changing, to measure its standing cost (default 10; --quick 2;
                       0 skips)
@@ -104,6 +114,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
         concurrency: { type: 'string' },
         'raw-rounds': { type: 'string' },
         idle: { type: 'string' },
+        'cold-warmup': { type: 'string' },
         changes: { type: 'string' },
         rate: { type: 'string' },
         only: { type: 'string' },
@@ -143,6 +154,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
     writes: positiveInt('writes', v.writes, services * instances),
     concurrency: positiveInt('concurrency', v.concurrency, 32),
     rawRounds: positiveInt('raw-rounds', v['raw-rounds'], quick ? 1 : 3),
+    coldWarmupServices: v['cold-warmup'] === '0' ? 0 : positiveInt('cold-warmup', v['cold-warmup'], Math.max(1, Math.round(rawWarmupWrites(services * instances) / instances))),
     idleS: v.idle === '0' ? 0 : positiveInt('idle', v.idle, quick ? 2 : 10),
     changes: positiveInt('changes', v.changes, quick ? 200 : 1_000),
     rate: positiveInt('rate', v.rate, 200),

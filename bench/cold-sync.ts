@@ -6,6 +6,7 @@ import { GROUP, NAMESPACE, ipOf, persistentInstance, serviceName } from './insta
 import type { CpuMeter, CpuShares } from './proc-stats.js';
 import { countOf, type RequestCounter, type RequestCounts } from './request-counter.js';
 import { callApi, type QueueSampler, type QueueStats } from './regsync.js';
+import type { RedisCommandMeter, RedisCommands } from './redis-commands.js';
 import { percentiles, type Percentiles } from './stats.js';
 
 /** Result of measurement 2. */
@@ -19,6 +20,8 @@ export interface ColdSyncResult {
   /** From the task's creation until B held every copy. */
   elapsedMs: number;
   copiesPerSecond: number;
+  /** The warm-up sync before the measured one (see {@link warmUp}); undefined without one. */
+  warmup: { services: number; elapsedMs: number } | undefined;
   /** `POST /api/v1/tasks` answered (the engine listed A's services and queued one reconcile each). */
   taskCreatedMs: number;
   /** The first copy appeared in B. */
@@ -34,6 +37,8 @@ export interface ColdSyncResult {
   /** Registers B received per copy (1 means no write was wasted). */
   writesPerCopy: number;
   cpu: CpuShares;
+  /** What redis-server ran until B held every copy (every client: regsync and the bench's queue sampler). */
+  redisCommands: RedisCommands | undefined;
   queue: QueueStats;
   /** Per-service lag regsync recorded (job queued -> status written), ms. */
   serviceLagMs: Percentiles | undefined;
@@ -48,22 +53,26 @@ export interface ColdSyncDeps {
   requestsA: RequestCounter;
   requestsB: RequestCounter;
   cpu: CpuMeter;
+  redisCommands: RedisCommandMeter;
   queue: QueueSampler;
   progress: (line: string) => void;
 }
 
-/** Puts `services` x `instances` persistent instances into A straight through its store. */
-export function seedSource(a: RunningRegistry, services: number, instances: number): void {
+/** Puts `services` x `instances` persistent instances into A's `namespace` straight through its store. */
+export function seedSource(a: RunningRegistry, services: number, instances: number, namespace = NAMESPACE): void {
   for (let s = 0; s < services; s += 1) {
     const name = serviceName(s);
     for (let i = 0; i < instances; i += 1) {
-      a.store.register(NAMESPACE, GROUP, name, persistentInstance(ipOf(s * instances + i), name));
+      a.store.register(namespace, GROUP, name, persistentInstance(ipOf(s * instances + i), name));
     }
   }
 }
 
+/** Namespace of the warm-up sync (its copies are not counted by the measured one). */
+export const WARMUP_NAMESPACE = 'warmup';
+
 /**
- * Counts the instances of B's public namespace from its store's `change` events (each says which
+ * Counts the instances of one namespace of B (default the public one) from its store's `change` events (each says which
  * service changed; the store is read there and then), and resolves once there are `target`.
  */
 export class CopyCounter {
@@ -73,9 +82,9 @@ export class CopyCounter {
   private reachedAt: number | undefined;
   private waiter: (() => void) | undefined;
   private readonly onChange = (change: ServiceChange): void => {
-    if (change.namespaceId !== NAMESPACE) return;
+    if (change.namespaceId !== this.namespace) return;
     const at = change.groupedName.indexOf('@@');
-    const size = this.b.store.getService(NAMESPACE, change.groupedName.slice(0, at), change.groupedName.slice(at + 2))?.instances.size ?? 0;
+    const size = this.b.store.getService(this.namespace, change.groupedName.slice(0, at), change.groupedName.slice(at + 2))?.instances.size ?? 0;
     this.total += size - (this.sizes.get(change.groupedName) ?? 0);
     this.sizes.set(change.groupedName, size);
     if (this.firstAt === undefined && this.total > 0) this.firstAt = performance.now();
@@ -88,6 +97,7 @@ export class CopyCounter {
   constructor(
     private readonly b: RunningRegistry,
     private readonly target: number,
+    private readonly namespace = NAMESPACE,
   ) {
     b.store.on('change', this.onChange);
   }
@@ -109,20 +119,47 @@ export class CopyCounter {
 }
 
 /**
+ * Runs regsync's code before it is measured, as the raw phase sends warm-up writes before its
+ * measured ones: `services` x `instances` instances in A's namespace {@link WARMUP_NAMESPACE}, one
+ * task A->B for `*` there, until B holds every copy; then the task is paused (its copies stay, in a
+ * namespace the measured sync does not count) and regsync's queue drains. Answers how long it took (ms).
+ */
+async function warmUp(deps: ColdSyncDeps, services: number, instances: number, deadlineMs: number): Promise<number> {
+  const { a, b, api } = deps;
+  seedSource(a, services, instances, WARMUP_NAMESPACE);
+  const counter = new CopyCounter(b, services * instances, WARMUP_NAMESPACE);
+  const t0 = performance.now();
+  try {
+    await callApi(api, 'POST', '/api/v1/tasks', { id: 'warmup', source: 'a', destination: 'b', service: '*', namespace: WARMUP_NAMESPACE }, 201);
+    if ((await counter.reached(t0 + deadlineMs)) === undefined) throw new Error(`warm-up sync: B held ${counter.total} of ${services * instances} copies after ${deadlineMs} ms`);
+  } finally {
+    counter.close();
+  }
+  const elapsed = performance.now() - t0;
+  await callApi(api, 'POST', '/api/v1/tasks/warmup/pause', undefined, 200);
+  const drainDeadline = performance.now() + 15_000;
+  while ((await deps.queue.depth().catch(() => 1)) > 0 && performance.now() < drainDeadline) await delay(50);
+  deps.progress(`warm-up: ${services} services x ${instances} instances synced in ${(elapsed / 1000).toFixed(2)} s`);
+  return elapsed;
+}
+
+/**
  * Measurement 2: A holds `services` x `instances` persistent instances; one task A->B for `*` is
  * created; how long until B holds every copy. Then the task runs on for `idleS` seconds with nothing
  * changing (its standing cost), and is paused, so that it does not disturb the next phase.
  */
 export async function measureColdSync(
   deps: ColdSyncDeps,
-  opts: { services: number; instances: number; idleS: number },
+  opts: { services: number; instances: number; idleS: number; warmupServices: number },
   deadlineMs: number,
 ): Promise<ColdSyncResult> {
   const { a, b, api } = deps;
   const expected = opts.services * opts.instances;
+  const warmupMs = opts.warmupServices > 0 ? await warmUp(deps, opts.warmupServices, opts.instances, deadlineMs) : undefined;
   seedSource(a, opts.services, opts.instances);
   const counter = new CopyCounter(b, expected);
   await deps.cpu.start();
+  await deps.redisCommands.start();
   deps.queue.start();
   const timeline: Array<[number, number]> = [];
 
@@ -146,6 +183,7 @@ export async function measureColdSync(
   }
   const end = reachedAt ?? performance.now();
   const cpu = await deps.cpu.stop();
+  const redisCommands = await deps.redisCommands.stop();
   timeline.push([Math.round(((end - t0) / 1000) * 10) / 10, counter.total]);
 
   // How long regsync goes on working after the last copy landed.
@@ -189,6 +227,7 @@ export async function measureColdSync(
     reached: counter.total,
     elapsedMs,
     copiesPerSecond: counter.total / (elapsedMs / 1000),
+    warmup: warmupMs === undefined ? undefined : { services: opts.warmupServices, elapsedMs: warmupMs },
     taskCreatedMs,
     firstCopyMs: counter.firstAt === undefined ? undefined : counter.firstAt - t0,
     queueDrainedMs,
@@ -198,6 +237,7 @@ export async function measureColdSync(
     requestsToB,
     writesPerCopy: countOf(requestsToB, /^POST \/nacos\/v1\/ns\/instance$/) / Math.max(1, counter.total),
     cpu,
+    redisCommands,
     queue,
     serviceLagMs,
     steady,

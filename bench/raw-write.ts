@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
+import { rawWarmupWrites } from './args.js';
 import { startRegistry } from '../src/registry/index.js';
 import { GROUP, NAMESPACE } from './instances.js';
 import { CpuMeter, type CpuShares } from './proc-stats.js';
@@ -60,7 +61,7 @@ async function measureRound(
   deadlineMs: number,
 ): Promise<RawWriteResult> {
   const registry = await startRegistry({ port: 0 });
-  const warmup = Math.min(2_000, Math.max(200, Math.round(opts.writes / 10)));
+  const warmup = rawWarmupWrites(opts.writes);
   const input: WriteLoadInput = { url: registry.url, writes: opts.writes, services: opts.services, concurrency: opts.concurrency, warmup };
   const worker = new Worker(new URL('./write-load.js', import.meta.url), { workerData: input });
   const started = performance.now();

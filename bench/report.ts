@@ -1,6 +1,7 @@
 import type { BenchArgs } from './args.js';
 import type { ColdSyncResult } from './cold-sync.js';
 import type { CpuShares } from './proc-stats.js';
+import type { RedisCommands } from './redis-commands.js';
 import type { ZooKeeperColdSyncResult } from './zookeeper-cold-sync.js';
 import { formatProfileSummary, type ProfileSummary } from './profile-summary.js';
 import type { LatencyResult } from './propagation.js';
@@ -58,6 +59,13 @@ const disturbed = (...cpus: Array<CpuShares | undefined>): string =>
 const core = (x: number | undefined | null) => (typeof x !== 'number' ? 'n/a' : `${Math.round(x * 100)}%`);
 
 /** `regsync`: how the regsync process(es) are named, e.g. `regsync (workers and api)`. */
+/** `48,000 commands (24.0 per service sync), 8,000 scripts (4.0 per service sync); evalsha 8,000, xadd ...` (the ten most frequent). */
+function redisLine(r: RedisCommands, serviceSyncs: number): string {
+  const per = (n: number) => (n / Math.max(1, serviceSyncs)).toFixed(1);
+  const top = r.calls.slice(0, 10).map((c) => `${c.command} ${int(c.calls)}`);
+  return `${int(r.total)} commands (${per(r.total)} per service sync), of them ${int(r.scripts)} scripts (${per(r.scripts)} per service sync) and the commands scripts ran; ${top.join(', ')}${r.calls.length > 10 ? ', ...' : ''}`;
+}
+
 function cpuLine(cpu: CpuShares, regsync = 'regsync'): string {
   return (
     `${regsync} ${core(cpu.regsync)}, redis-server ${core(cpu.redis)}, bench process ${core(cpu.bench)} of one core ` +
@@ -215,9 +223,10 @@ export function formatReport(r: BenchResult): string {
   if (r.cold) {
     const c = r.cold;
     out.push(
-      `  (2) task created (POST answered) after ${millis(c.taskCreatedMs)}, first copy after ${c.firstCopyMs === undefined ? 'n/a' : millis(c.firstCopyMs)}, ` +
+      `  (2) ${c.warmup ? `after a warm-up sync of ${int(c.warmup.services)} services (${seconds(c.warmup.elapsedMs)}): ` : ''}task created (POST answered) after ${millis(c.taskCreatedMs)}, first copy after ${c.firstCopyMs === undefined ? 'n/a' : millis(c.firstCopyMs)}, ` +
         `queue empty ${c.queueDrainedMs === undefined ? 'not within 15 s' : `${millis(c.queueDrainedMs)}`} after the last copy`,
       `      CPU: ${cpuLine(c.cpu)}`,
+      ...(c.redisCommands ? [`      redis: ${redisLine(c.redisCommands, c.services)}`] : []),
       `      queue: ${queueLine(c.queue)}; per-service lag (queued -> done) ${c.serviceLagMs ? `p50 ${millis(c.serviceLagMs.p50)}, p99 ${millis(c.serviceLagMs.p99)}, max ${millis(c.serviceLagMs.max)}` : 'n/a'}`,
       `      requests to A (seconds after the task's creation): ${requestsLine(c.requestsToA)}`,
       `      requests to B: ${requestsLine(c.requestsToB)}; ${c.writesPerCopy.toFixed(2)} registers per copy`,

@@ -10,6 +10,7 @@ import { profileFiles, summarizeProfile } from './profile-summary.js';
 import { measurePropagation } from './propagation.js';
 import { measureRawWrites } from './raw-write.js';
 import { COLD_SYNC_TARGET, formatReport, LATENCY_P99_TARGET_MS, type BenchResult } from './report.js';
+import { RedisCommandMeter } from './redis-commands.js';
 import { callApi, logProblems, QueueSampler, repoRoot, startRegsyncUp, type RegsyncUp } from './regsync.js';
 import { measureSharded } from './sharded.js';
 
@@ -133,12 +134,12 @@ async function runSharedPhases(args: BenchArgs, result: BenchResult, phaseMs: nu
     const deployment = JSON.parse((await redisClient.get('regsync:deployment')) ?? '{"shards":1}') as { shards: number };
     queue = new QueueSampler(redis.url, deployment.shards);
     const cpu = new CpuMeter(() => up.proc.pid, redisClient);
-    const deps = { a, b, api: up.url, requestsA, requestsB, cpu, queue, progress };
+    const deps = { a, b, api: up.url, requestsA, requestsB, cpu, redisCommands: new RedisCommandMeter(redisClient), queue, progress };
 
     if (args.only.includes('cold')) {
       progress(`(2) cold full sync: ${args.services.toLocaleString('en-US')} services x ${args.instances} instances`);
       try {
-        const cold = await measureColdSync(deps, { services: args.services, instances: args.instances, idleS: args.idleS }, phaseMs);
+        const cold = await measureColdSync(deps, { services: args.services, instances: args.instances, idleS: args.idleS, warmupServices: args.coldWarmupServices }, phaseMs);
         const ratioToRaw = result.raw && result.raw.writesPerSecond > 0 ? cold.copiesPerSecond / result.raw.writesPerSecond : undefined;
         result.cold = {
           ...cold,
