@@ -10,11 +10,13 @@ export interface WatchHubOptions {
   /** Random number in [0, 1) for poll jitter; injectable for tests. */
   random?: () => number;
   /**
-   * The first poll of a new watch comes after a random delay between half of this and all of it
-   * (default `pollIntervalMs`). Callers watch and then read (the engine queues a reconcile with
-   * every watch), and such a read subscribes in the first poll's place (see {@link observed}), so the
-   * first poll is only the fallback for a read that never came; thousands of services watched at
-   * once (a `*` task starting) are not read twice, and their polls spread out.
+   * The first poll of a new watch comes after a random delay between this and twice this (default
+   * `pollIntervalMs`). Callers watch and then read (the engine queues a reconcile with every
+   * watch), and such a read subscribes in the first poll's place (see {@link observed}), so the
+   * first poll is only the fallback for a read that never came (the reconcile ran in another
+   * process). The reads of thousands of services watched at once (a `*` task starting) queue up
+   * for seconds: a first poll due before them would read each service twice, and add work
+   * (comparing, queueing) while the machine is busiest.
    */
   firstPollDelayMs?: number;
 }
@@ -49,7 +51,7 @@ interface Subscription {
  * later poll that still differs from it calls the watchers once more (harmless: level-triggered
  * readers), and a change whose push was lost is still noticed. The first read of the service (see
  * {@link observed}) subscribes to push and records what is there (callers read after they watch);
- * the first poll, half to one `firstPollDelayMs` after the watch, subscribes when no read came
+ * the first poll, one to two `firstPollDelayMs` after the watch, subscribes when no read came
  * first, and then calls the watchers with what it read (`firstRead`): without a read here, only
  * they can tell whether it is what the last reconcile saw.
  *
@@ -84,7 +86,7 @@ export class WatchHub {
       }
       set.add(sub);
       const random = this.options.random ?? Math.random;
-      this.schedule(sub, Math.floor((this.options.firstPollDelayMs ?? this.options.pollIntervalMs) * (0.5 + 0.5 * random())));
+      this.schedule(sub, Math.floor((this.options.firstPollDelayMs ?? this.options.pollIntervalMs) * (1 + random())));
     }
     const watcher: Watcher = { onChange };
     sub.watchers.add(watcher);
