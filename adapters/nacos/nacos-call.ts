@@ -6,6 +6,8 @@ export interface NacosCall {
   /** Below the context path, e.g. `/v1/ns/instance`. */
   path: string;
   params?: Record<string, string>;
+  /** The parameters already encoded as form text; takes the place of `params`. */
+  form?: string;
   /** How to present the token: `accessToken` query parameter (v1) or headers (v3). Absent: no token. */
   dialect?: 'v1' | 'v3' | undefined;
   priority?: Priority;

@@ -140,7 +140,7 @@ export class NacosHttp {
   private async send(call: NacosCall, token: string | undefined): Promise<NacosAnswer> {
     const { endpoints, requestTimeoutMs, log } = this.options;
     const path = this.options.contextPath + call.path;
-    const form = call.params ? encodeForm(call.params) : '';
+    const form = call.form ?? (call.params ? encodeForm(call.params) : '');
     const hasBody = call.method === 'POST' || call.method === 'PUT';
     const base = hasBody ? FORM_HEADERS : PLAIN_HEADERS;
     const v3Token = token !== undefined && call.dialect === 'v3';

@@ -13,7 +13,7 @@ import {
   isRecord,
   namespaceIds,
   parseJson,
-  registerParams,
+  registerForm,
   serviceParams,
   type GroupedService,
   type ServiceRef,
@@ -144,7 +144,7 @@ export class NacosV1Api implements NacosApi {
   }
 
   async register(ref: ServiceRef, instance: Instance): Promise<void> {
-    await this.ok({ method: 'POST', path: '/v1/ns/instance', params: registerParams(ref, instance, 'v1') });
+    await this.ok({ method: 'POST', path: '/v1/ns/instance', form: registerForm(ref, instance, 'v1') });
   }
 
   async deregister(ref: ServiceRef, instance: Instance): Promise<void> {

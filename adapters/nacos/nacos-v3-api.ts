@@ -11,6 +11,7 @@ import {
   isRecord,
   namespaceIds,
   parseJson,
+  registerForm,
   registerParams,
   serviceParams,
   type GroupedService,
@@ -88,7 +89,7 @@ export class NacosV3Api implements NacosApi {
   }
 
   async register(ref: ServiceRef, instance: Instance): Promise<void> {
-    await this.success({ method: 'POST', path: '/v3/admin/ns/instance', params: registerParams(ref, instance, 'v3') });
+    await this.success({ method: 'POST', path: '/v3/admin/ns/instance', form: registerForm(ref, instance, 'v3') });
   }
 
   async deregister(ref: ServiceRef, instance: Instance): Promise<void> {

@@ -10,6 +10,7 @@ import {
   namespaceIds,
   pushAck,
   pushedService,
+  registerForm,
   registerParams,
   toServiceRef,
 } from './wire.js';
@@ -88,6 +89,16 @@ describe('wire conversions', () => {
       metadata: '{"a":"b"}',
     });
     expect(registerParams(ref, i, 'v3').serviceName).toBe('s');
+    // The form text says the same, in the order a form decoder reads it (either dialect, the ref's part cached).
+    for (const dialect of ['v1', 'v3', 'v1'] as const) {
+      expect(Object.fromEntries(new URLSearchParams(registerForm(ref, i, dialect)))).toEqual(registerParams(ref, i, dialect));
+    }
+    // Characters a form must escape, in every field that can hold them.
+    const odd = { namespaceId: 'n s&=', group: 'G+%', name: 'a/b?c' };
+    const v6 = instance({ ip: 'fe80::1', weight: 0.5, cluster: 'c&d', metadata: { 'k=1': 'v&2 ü', 'j': '%20' } });
+    for (const dialect of ['v1', 'v3'] as const) {
+      expect(Object.fromEntries(new URLSearchParams(registerForm(odd, v6, dialect)))).toEqual(registerParams(odd, v6, dialect));
+    }
     expect(deregisterParams(ref, i, 'v1')).toEqual({
       namespaceId: 'dev',
       groupName: 'G',

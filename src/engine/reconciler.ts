@@ -293,11 +293,13 @@ export class Reconciler {
     if (leading && this.opts.activeTask(taskId) !== undefined) heartbeats.set(key, destination, target, live, plan.upsert);
     else heartbeats.clear(key);
     // A lost record is written again by the next reconcile (nothing marks it written meanwhile).
-    await this.opts.liveSets?.put(key, shard, live, !leading).catch((err: unknown) => log().warn({ err }, 'cannot record the copies to beat'));
+    // Sent together with the status below (one round trip on the auto-pipelined store connection).
+    const recorded = this.opts.liveSets?.put(key, shard, live, !leading).catch((err: unknown) => log().warn({ err }, 'cannot record the copies to beat'));
     this.knownSourceCounts.set(key, sourceInstances.length);
 
     if (sourceInstances.length === 0 && live.length === 0 && this.opts.stillListed?.(key) === false) {
       // The service left a `*` task's source and its copies are gone: forget the service sync.
+      await recorded;
       heartbeats.clear(key);
       await this.opts.liveSets?.remove(key, shard);
       await store.deleteServiceStatus(taskId, service);
@@ -318,7 +320,7 @@ export class Reconciler {
         : null;
     if (conflictNote) log().warn({ conflicts: plan.conflicts.length }, 'address conflicts in destination');
     const lagMs = Math.max(0, Date.now() - since);
-    await store.putServiceStatus(taskId, {
+    const status = store.putServiceStatus(taskId, {
       service,
       sourceInstances: sourceInstances.length,
       destinationInstances: live.length,
@@ -330,6 +332,7 @@ export class Reconciler {
       sourceDigest: instancesDigest(sourceInstances),
       held: guard.kind === 'hold' ? guard.held : null,
     });
+    await Promise.all([recorded, status]);
     note.lagMs = lagMs;
     if (plan.upsert.length > 0 || plan.remove.length > 0) {
       this.emit(

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { instancesDigest, type Instance } from './types.js';
 
@@ -38,5 +39,26 @@ describe('instancesDigest', () => {
     }
     expect(instancesDigest([inst('10.0.0.1'), inst('10.0.0.2')])).not.toBe(base);
     expect(instancesDigest([])).not.toBe(base);
+  });
+
+  it('stays the digest that statuses written by earlier versions hold', () => {
+    // The definition: sha1 of the sorted JSON rows [ip, port, cluster, weight, healthy, enabled,
+    // ephemeral, metadata entries sorted by key], joined by newlines, as base64url.
+    const defined = (instances: Instance[]) =>
+      createHash('sha1')
+        .update(
+          instances
+            .map((i) => JSON.stringify([i.ip, i.port, i.cluster, i.weight, i.healthy, i.enabled, i.ephemeral, Object.entries(i.metadata).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))]))
+            .sort()
+            .join('\n'),
+        )
+        .digest('base64url');
+    const odd = [
+      inst('fe80::1', { weight: 0.25, healthy: false, metadata: { 'q"uote': 'back\\slash', 'Z': 'ü\n', a: '' } }),
+      inst('10.0.0.2', { port: 0, weight: Number.NaN, enabled: false, ephemeral: false, cluster: 'c,d', metadata: {} }),
+      inst('10.0.0.1'),
+    ];
+    expect(instancesDigest(odd)).toBe(defined(odd));
+    expect(instancesDigest([])).toBe(defined([]));
   });
 });

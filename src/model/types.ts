@@ -185,8 +185,19 @@ export function parseServiceSyncKey(key: string): ServiceSync {
  * metadata): equal for equal sets, whatever order a registry lists them in.
  */
 export function instancesDigest(instances: readonly Instance[]): string {
-  const rows = instances
-    .map((i) => JSON.stringify([i.ip, i.port, i.cluster, i.weight, i.healthy, i.enabled, i.ephemeral, Object.entries(i.metadata).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))]))
-    .sort();
+  const rows = instances.map(digestRow).sort();
   return createHash('sha1').update(rows.join('\n')).digest('base64url');
+}
+
+/**
+ * One instance as `JSON.stringify([ip, port, cluster, weight, healthy, enabled, ephemeral, [[key,
+ * value], ...]])` with the metadata sorted by key, written out directly (every reconcile and every
+ * poll digests what it read).
+ */
+function digestRow(i: Instance): string {
+  let metadata = '';
+  for (const key of Object.keys(i.metadata).sort()) {
+    metadata += `${metadata === '' ? '' : ','}[${JSON.stringify(key)},${JSON.stringify(i.metadata[key])}]`;
+  }
+  return `[${JSON.stringify(i.ip)},${JSON.stringify(i.port)},${JSON.stringify(i.cluster)},${JSON.stringify(i.weight)},${i.healthy},${i.enabled},${i.ephemeral},[${metadata}]]`;
 }
