@@ -17,7 +17,7 @@ const spec = (over: Partial<ClusterSpec> = {}): ClusterSpec => ({
 describe('Nacos options', () => {
   it('defaults every option', () => {
     expect(parseNacosOptions(spec())).toEqual(DEFAULT_NACOS_OPTIONS);
-    expect(DEFAULT_NACOS_OPTIONS).toMatchObject({ apiVersion: 'auto', pollIntervalMs: 5000, maxConcurrency: 32, requestTimeoutMs: 5000, serviceListPollIntervalMs: 10000 });
+    expect(DEFAULT_NACOS_OPTIONS).toMatchObject({ apiVersion: 'auto', pollIntervalMs: 5000, maxConcurrency: 64, requestTimeoutMs: 5000, serviceListPollIntervalMs: 10000 });
   });
 
   it('reads given options, numbers also as strings (YAML, env)', () => {

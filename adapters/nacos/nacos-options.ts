@@ -19,7 +19,10 @@ export interface NacosAdapterOptions {
   clientIP: string | undefined;
   /** How often each watched service is re-listed (change detection without push, push subscription refresh). */
   pollIntervalMs: number;
-  /** Requests in flight against the cluster at most. */
+  /**
+   * Requests in flight against the cluster at most (a request holds its permit until this process
+   * has read the answer, so a busy process needs more than the server serves at once).
+   */
   maxConcurrency: number;
   /** Per request and endpoint attempt, from the moment a concurrency permit is held. */
   requestTimeoutMs: number;
@@ -48,7 +51,7 @@ export const DEFAULT_NACOS_OPTIONS: NacosAdapterOptions = {
   apiVersion: 'auto',
   clientIP: undefined,
   pollIntervalMs: 5_000,
-  maxConcurrency: 32,
+  maxConcurrency: 64,
   requestTimeoutMs: 5_000,
   servicePageSize: 500,
   serviceListPollIntervalMs: 10_000,
