@@ -195,9 +195,16 @@ export class Reconciler {
     let destination: RegistryAdapter;
     let sourceInstances: Instance[];
     let destinationInstances: Instance[];
+    const target = mapService(service, task.options.mapping);
+    let destinationRead: Promise<Instance[]>;
     try {
       source = await this.opts.adapters.get(task.source);
       destination = await this.opts.adapters.get(task.destination);
+      // Both sides are read at once: a reconcile waits for the slower read, not for one after the
+      // other. A destination read that turns out not to be needed (the source read failed, or
+      // holds the reconcile back) is dropped; its failure is reported only when it is used.
+      destinationRead = destination.listInstances(target);
+      destinationRead.catch(() => undefined);
       sourceInstances = await source.listInstances(service);
     } catch (err) {
       await this.recordError(taskId, service, `cannot read source ${task.source}: ${messageOf(err)}`);
@@ -229,9 +236,8 @@ export class Reconciler {
     }
     this.emptySince.delete(key);
 
-    const target = mapService(service, task.options.mapping);
     try {
-      destinationInstances = await destination.listInstances(target);
+      destinationInstances = await destinationRead;
     } catch (err) {
       await this.recordError(taskId, service, `cannot read destination ${task.destination}: ${messageOf(err)}`);
       throw err;
