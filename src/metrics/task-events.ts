@@ -68,6 +68,9 @@ return #events
 /** Most events written by one call of {@link ADD_EVENTS}. */
 const BATCH = 256;
 
+/** How long the observer collects events before writing them (ms): a moment on a dashboard, one call instead of hundreds. */
+const FLUSH_MS = 50;
+
 const KINDS = new Set<TaskEventKind>(['reconciled', 'held', 'released', 'error', 'removed', 'task', 'cluster']);
 
 /**
@@ -106,14 +109,15 @@ export class TaskEventLog {
   private flushing: Promise<void> | undefined;
 
   /**
-   * The observer that records the engine's events here, in the background: the events of one turn
-   * of the event loop (a burst of reconciles finishing) go to Redis in one call.
+   * The observer that records the engine's events here, in the background: the events of
+   * {@link FLUSH_MS} (a burst of reconciles finishing: a task starting writes one per service) go
+   * to Redis in one call.
    */
   get observer(): EngineObserver {
     return {
       event: (event) => {
         this.pending.push(event);
-        this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
+        this.flushing ??= delay(FLUSH_MS).then(() => this.flush());
       },
     };
   }
