@@ -14,28 +14,41 @@ export interface Exchange {
  */
 export function exchange(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions): Promise<Exchange> {
   return new Promise<Exchange>((resolve, reject) => {
-    let status = 0;
-    let first: Buffer | undefined;
-    let more: Buffer[] | undefined;
-    dispatcher.dispatch(options, {
-      // undici takes a handler for its controller-based API only when this method is present.
-      onRequestStart() {},
-      onResponseStart(_controller, statusCode) {
-        status = statusCode;
-      },
-      onResponseData(_controller, chunk) {
-        if (first === undefined) first = chunk;
-        else (more ??= [first]).push(chunk);
-      },
-      onResponseEnd() {
-        const body = more ? Buffer.concat(more) : first;
-        resolve({ status, body: body === undefined ? '' : body.toString('utf8') });
-      },
-      onResponseError(_controller, err) {
-        reject(err);
-      },
-    });
+    dispatcher.dispatch(options, new ExchangeHandler(resolve, reject));
   });
+}
+
+/** Collects one answer (one object per request, its methods on the prototype). */
+class ExchangeHandler implements Dispatcher.DispatchHandler {
+  private status = 0;
+  private first: Buffer | undefined;
+  private more: Buffer[] | undefined;
+
+  constructor(
+    private readonly resolve: (exchange: Exchange) => void,
+    private readonly reject: (err: Error) => void,
+  ) {}
+
+  // undici takes a handler for its controller-based API only when this method is present.
+  onRequestStart(): void {}
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+    this.status = statusCode;
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.first === undefined) this.first = chunk;
+    else (this.more ??= [this.first]).push(chunk);
+  }
+
+  onResponseEnd(): void {
+    const body = this.more ? Buffer.concat(this.more) : this.first;
+    this.resolve({ status: this.status, body: body === undefined ? '' : body.toString('utf8') });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.reject(err);
+  }
 }
 
 /**

@@ -48,6 +48,20 @@ describe('Semaphore', () => {
     expect(semaphore.stats()).toEqual({ inUse: 0, waiting: 0 });
   });
 
+  it('gives the permit back when a task fails, whether it throws or rejects, with a permit free or after waiting', async () => {
+    const semaphore = new Semaphore(1);
+    await expect(semaphore.run(() => { throw new Error('sync'); })).rejects.toThrow('sync');
+    await expect(semaphore.run(() => Promise.reject(new Error('async')))).rejects.toThrow('async');
+    expect(semaphore.stats()).toEqual({ inUse: 0, waiting: 0 });
+    const release = await semaphore.acquire();
+    const waited = semaphore.run(() => { throw new Error('after waiting'); });
+    expect(semaphore.stats()).toEqual({ inUse: 1, waiting: 1 });
+    release();
+    await expect(waited).rejects.toThrow('after waiting');
+    expect(semaphore.stats()).toEqual({ inUse: 0, waiting: 0 });
+    await expect(semaphore.run(async () => 'ok')).resolves.toBe('ok');
+  });
+
   it('refuses a non-positive size', () => {
     expect(() => new Semaphore(0)).toThrow(RangeError);
   });
