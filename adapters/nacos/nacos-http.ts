@@ -81,16 +81,30 @@ export class NacosHttp {
   }
 
   /** Sends a call: token, concurrency permit, endpoint failover, one re-login on 403. */
-  async request(call: NacosCall): Promise<NacosAnswer> {
+  request(call: NacosCall): Promise<NacosAnswer> {
+    const dialect = call.dialect;
+    if (this.tokens === undefined || dialect === undefined) {
+      // Without a token there is nothing to log in again for: one attempt (with endpoint failover).
+      try {
+        this.assertOpen(call);
+      } catch (err) {
+        return Promise.reject(err as Error);
+      }
+      return this.semaphore.run(() => this.send(call, undefined), call.priority);
+    }
+    return this.requestWithToken(call, dialect, this.tokens);
+  }
+
+  private async requestWithToken(call: NacosCall, dialect: 'v1' | 'v3', tokens: NacosTokenSource): Promise<NacosAnswer> {
     for (let attempt = 1; ; attempt += 1) {
       this.assertOpen(call);
       // The token is fetched before taking a permit: a login never waits behind the calls that need it.
-      const token = call.dialect !== undefined && this.tokens ? await this.tokens.token(call.dialect) : undefined;
+      const token = await tokens.token(dialect);
       const answer = await this.semaphore.run(() => this.send(call, token), call.priority);
-      if (answer.status === 403 && token !== undefined) {
+      if (answer.status === 403) {
         if (attempt === 1 && Date.now() >= this.reloginFutileUntil) {
           this.options.log.info({ path: call.path, endpoint: answer.endpoint }, 'nacos refused the token; logging in again');
-          this.tokens?.invalidate(token);
+          tokens.invalidate(token);
           continue;
         }
         if (attempt > 1) {

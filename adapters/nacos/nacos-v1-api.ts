@@ -143,12 +143,12 @@ export class NacosV1Api implements NacosApi {
     }
   }
 
-  async register(ref: ServiceRef, instance: Instance): Promise<void> {
-    await this.ok({ method: 'POST', path: '/v1/ns/instance', form: registerForm(ref, instance, 'v1') });
+  register(ref: ServiceRef, instance: Instance): Promise<void> {
+    return this.written({ method: 'POST', path: '/v1/ns/instance', form: registerForm(ref, instance, 'v1'), dialect: 'v1' });
   }
 
-  async deregister(ref: ServiceRef, instance: Instance): Promise<void> {
-    await this.ok({ method: 'DELETE', path: '/v1/ns/instance', params: deregisterParams(ref, instance, 'v1') });
+  deregister(ref: ServiceRef, instance: Instance): Promise<void> {
+    return this.written({ method: 'DELETE', path: '/v1/ns/instance', params: deregisterParams(ref, instance, 'v1'), dialect: 'v1' });
   }
 
   async beat(ref: ServiceRef, instance: Instance, light: boolean): Promise<BeatAnswer> {
@@ -173,6 +173,13 @@ export class NacosV1Api implements NacosApi {
     if (code === BEAT_OK) return { result: 'ok', ...hints };
     if (code === BEAT_UNKNOWN) return { result: 'unknown', ...hints };
     throw this.http.error(call, answer, 'nacos-api-error', `unexpected beat answer: ${excerpt(answer.body)}`, code);
+  }
+
+  /** A write ({@link ok} without keeping the answer; a cold sync sends one per copy). */
+  private written(call: NacosCall): Promise<void> {
+    return this.http.request(call).then((answer) => {
+      this.checked(call, answer);
+    });
   }
 
   /** Sends a call and insists on a 2xx answer; v1 errors are plain text (`caused: ...;`). */
