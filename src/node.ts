@@ -205,6 +205,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     logger,
     shardOf: shardOfKey,
     leads,
+    readsHere: (shard) => coordinator?.soleReplica(shard) ?? false,
     liveSets,
     ...(sourceAddresses ? { sourceAddresses } : {}),
     ...(options.confirmEmptyMs !== undefined ? { confirmMs: options.confirmEmptyMs } : {}),

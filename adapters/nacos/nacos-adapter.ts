@@ -8,6 +8,7 @@ import type {
   ServiceKey,
   Unsubscribe,
   WatchEvent,
+  WatchOptions,
 } from '../../src/model/index.js';
 import { instanceId } from '../../src/model/index.js';
 import { clusterAddresses, routeToCluster, unmapped } from './local-address.js';
@@ -187,12 +188,12 @@ export class NacosAdapter implements RegistryAdapter {
    * the first read after watching (or else the first poll, which comes within a few seconds and
    * subscribes to push) records a baseline without calling anyone, so read after watching.
    */
-  watch(service: ServiceKey, onChange: (event?: WatchEvent) => void): Unsubscribe {
+  watch(service: ServiceKey, onChange: (event?: WatchEvent) => void, options?: WatchOptions): Unsubscribe {
     if (this.closing) {
       this.log.debug({ service: describeService(toServiceRef(service)) }, 'watch on a closed nacos adapter ignored');
       return () => {};
     }
-    return this.hub.watch(toServiceRef(service), onChange);
+    return this.hub.watch(toServiceRef(service), onChange, options);
   }
 
   /**

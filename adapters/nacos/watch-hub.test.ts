@@ -64,7 +64,7 @@ describe('WatchHub', () => {
     });
     hubs.push(hub);
     let calls = 0;
-    // Many services watched at once: their first polls spread out (here over 200 to 400 ms).
+    // Many services watched at once: their first polls spread out (here over 100 to 200 ms).
     for (let i = 0; i < 200; i++) hub.watch(ref(`other-${i}`), () => {});
     hub.watch(ref('s'), () => (calls += 1));
     // The engine reads right after watching: that read is the baseline.
@@ -73,9 +73,32 @@ describe('WatchHub', () => {
     current = [instance('10.0.0.1'), instance('10.0.0.2')];
     expect(polls).toEqual([]);
     await waitUntil(() => polls.length === 201, { message: 'first polls' });
-    // First polls 200 to 400 ms after the watch; with random() = 0.99, 398 ms.
-    expect(sPolledAt).toBeGreaterThanOrEqual(350);
+    // First polls 100 to 200 ms after the watch; with random() = 0.99, 199 ms.
+    expect(sPolledAt).toBeGreaterThanOrEqual(150);
     expect(calls).toBe(1);
+  });
+
+  it('polls first one to two delays after the watch when a read follows here, half to one otherwise', async () => {
+    const polledAt = new Map<string, number>();
+    const start = Date.now();
+    const hub = new WatchHub({
+      pollIntervalMs: HOUR,
+      firstPollDelayMs: 200,
+      random: () => 0.5,
+      log: silent,
+      list: async (r) => {
+        polledAt.set(r.name, Date.now() - start);
+        return [];
+      },
+    });
+    hubs.push(hub);
+    hub.watch(ref('elsewhere'), () => {});
+    hub.watch(ref('here'), () => {}, { readFollows: true });
+    await waitUntil(() => polledAt.size === 2, { message: 'both first polls' });
+    // random() = 0.5: 150 ms without a read to follow, 300 ms with one.
+    expect(polledAt.get('elsewhere')).toBeGreaterThanOrEqual(150);
+    expect(polledAt.get('here')).toBeGreaterThanOrEqual(300);
+    expect(polledAt.get('elsewhere')).toBeLessThan(polledAt.get('here') as number);
   });
 
   it('a read that subscribed stands in for the first poll: the next poll comes a whole interval later', async () => {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { instancesDigest, type Instance, type Unsubscribe, type WatchEvent } from '../../src/model/index.js';
+import { instancesDigest, type Instance, type Unsubscribe, type WatchEvent, type WatchOptions } from '../../src/model/index.js';
 import { describeService, groupedName, watchKey, type ServiceRef } from './wire.js';
 
 export interface WatchHubOptions {
@@ -10,13 +10,14 @@ export interface WatchHubOptions {
   /** Random number in [0, 1) for poll jitter; injectable for tests. */
   random?: () => number;
   /**
-   * The first poll of a new watch comes after a random delay between this and twice this (default
-   * `pollIntervalMs`). Callers watch and then read (the engine queues a reconcile with every
-   * watch), and such a read subscribes in the first poll's place (see {@link observed}), so the
-   * first poll is only the fallback for a read that never came (the reconcile ran in another
-   * process). The reads of thousands of services watched at once (a `*` task starting) queue up
-   * for seconds: a first poll due before them would read each service twice, and add work
-   * (comparing, queueing) while the machine is busiest.
+   * The first poll of a new watch comes after a random delay between half of this and all of it
+   * (default `pollIntervalMs`), or between this and twice this when a read follows in this process
+   * (`readFollows`). Callers watch and then read (the engine queues a reconcile with every watch),
+   * and such a read subscribes in the first poll's place (see {@link observed}), so the first poll
+   * is the fallback for a read that does not come here (the reconcile ran in another process).
+   * When every read comes here, the reads of thousands of services watched at once (a `*` task
+   * starting) queue up for seconds, and a first poll due before them would read each service
+   * twice, and add work (comparing, queueing) while the machine is busiest.
    */
   firstPollDelayMs?: number;
 }
@@ -51,7 +52,8 @@ interface Subscription {
  * later poll that still differs from it calls the watchers once more (harmless: level-triggered
  * readers), and a change whose push was lost is still noticed. The first read of the service (see
  * {@link observed}) subscribes to push and records what is there (callers read after they watch);
- * the first poll, one to two `firstPollDelayMs` after the watch, subscribes when no read came
+ * the first poll, half to one `firstPollDelayMs` after the watch (one to two when a read follows
+ * here), subscribes when no read came
  * first, and then calls the watchers with what it read (`firstRead`): without a read here, only
  * they can tell whether it is what the last reconcile saw.
  *
@@ -71,7 +73,7 @@ export class WatchHub {
     return this.subscriptions.size;
   }
 
-  watch(ref: ServiceRef, onChange: (event?: WatchEvent) => void): Unsubscribe {
+  watch(ref: ServiceRef, onChange: (event?: WatchEvent) => void, options: WatchOptions = {}): Unsubscribe {
     if (this.closed) return () => {};
     const key = watchKey(ref);
     let sub = this.subscriptions.get(key);
@@ -86,7 +88,8 @@ export class WatchHub {
       }
       set.add(sub);
       const random = this.options.random ?? Math.random;
-      this.schedule(sub, Math.floor((this.options.firstPollDelayMs ?? this.options.pollIntervalMs) * (1 + random())));
+      const span = this.options.firstPollDelayMs ?? this.options.pollIntervalMs;
+      this.schedule(sub, Math.floor(span * (options.readFollows ? 1 + random() : 0.5 + 0.5 * random())));
     }
     const watcher: Watcher = { onChange };
     sub.watchers.add(watcher);

@@ -90,6 +90,7 @@ async function converged(): Promise<Map<number, Leader> | false> {
       if (c.ledShards().includes(shard) !== leads || c.isLeading(shard) !== leads) return false;
       if (leads && c.leases.token(shard) !== lease.token) return false;
       if (c.servedShards().includes(shard) !== replicas.includes(c.id)) return false;
+      if (c.soleReplica(shard) !== (replicas.length === 1 && replicas[0] === c.id)) return false;
     }
     leaders.set(shard, { owner: lease.owner, token: lease.token });
   }
@@ -146,6 +147,15 @@ describe('ShardCoordinator', () => {
     const led = workers.flatMap((w) => w.coordinator.ledShards()).sort();
     expect(led).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     for (const w of workers) expect(w.coordinator.servedShards().length).toBeGreaterThan(0);
+  });
+
+  it('knows when it is the only replica of a shard: alone, and no longer once a second worker serves it', async () => {
+    await startWorker('worker-a');
+    await waitConverged('one worker to lead every shard');
+    expect(shardsWhere((s) => workers[0]!.coordinator.soleReplica(s))).toEqual(shardsWhere(() => true));
+    await startWorker('worker-b');
+    await waitConverged('2 workers to converge');
+    for (const w of workers) expect(shardsWhere((s) => w.coordinator.soleReplica(s))).toEqual([]);
   });
 
   it('replaces a crashed leader with another replica once its lease expires, with a higher token', async () => {

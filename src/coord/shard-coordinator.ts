@@ -63,6 +63,8 @@ export class ShardCoordinator extends EventEmitter<{
   readonly tickMs: number;
   private readonly logger: Logger;
   private served = new Set<number>();
+  /** Shards of which this worker is the only live replica. */
+  private sole = new Set<number>();
   private readonly led = new Map<number, number>();
   private readonly seenFree = new Set<number>();
   private readonly handedOver = new Map<number, number>();
@@ -146,6 +148,11 @@ export class ShardCoordinator extends EventEmitter<{
     return [...this.led.keys()].sort((a, b) => a - b);
   }
 
+  /** Whether this worker is the only live replica of the shard (every reconcile of it runs here), as last evaluated. */
+  soleReplica(shard: number): boolean {
+    return this.sole.has(shard);
+  }
+
   /** Whether this worker leads the shard and the lease's local deadline has not passed. */
   isLeading(shard: number): boolean {
     return this.led.has(shard) && this.leases.isValid(shard);
@@ -186,14 +193,17 @@ export class ShardCoordinator extends EventEmitter<{
     const leases = await this.leases.readAll(this.deployment.shards);
     if (this.state !== 'running') return;
     const served = new Set<number>();
+    const sole = new Set<number>();
     const work: Promise<void>[] = [];
     const now = performance.now();
     for (let shard = 0; shard < this.deployment.shards; shard += 1) {
       const replicas = replicasFor(shard, ids, this.deployment.replicas);
       const rank = replicas.indexOf(this.id);
       if (rank >= 0) served.add(shard);
+      if (rank === 0 && replicas.length === 1) sole.add(shard);
       work.push(this.decide(shard, rank, leases[shard], now));
     }
+    this.sole = sole;
     await Promise.all(work);
     if (served.size !== this.served.size || [...served].some((s) => !this.served.has(s))) {
       this.served = served;

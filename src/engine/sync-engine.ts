@@ -64,6 +64,12 @@ export interface SyncEngineOptions {
    * {@link SyncEngine.unleadShard} as leadership comes and goes.
    */
   leads?: (shard: number) => boolean;
+  /**
+   * Whether every reconcile of a shard runs in this process (it is the shard's only live replica):
+   * then a watch's first read is the reconcile queued with it, and the watch need not poll soon.
+   * Default: yes (a single process).
+   */
+  readsHere?: (shard: number) => boolean;
   /** Where reconciles record what to beat (several processes); removed tasks are cleared from it. */
   liveSets?: LiveSets;
   /** Which addresses each service sync read from its source (the reconciler records them). */
@@ -293,10 +299,15 @@ export class SyncEngine implements TaskControl {
   }
 
   private watchService(source: RegistryAdapter, active: ActiveTask, key: string, sync: ServiceSync): void {
-    sync.unwatch = source.watch(sync.service, (event) => {
-      const queued = event?.firstRead ? this.checkFirstRead(key, event.firstRead) : this.opts.queue.enqueue(key, 'change');
-      void queued.catch((err: unknown) => this.log.warn({ err, key }, 'cannot enqueue change'));
-    });
+    const readFollows = this.opts.readsHere?.(sync.shard) ?? true;
+    sync.unwatch = source.watch(
+      sync.service,
+      (event) => {
+        const queued = event?.firstRead ? this.checkFirstRead(key, event.firstRead) : this.opts.queue.enqueue(key, 'change');
+        void queued.catch((err: unknown) => this.log.warn({ err, key }, 'cannot enqueue change'));
+      },
+      { readFollows },
+    );
     this.log.debug({ task: active.task.id, service: serviceKeyString(sync.service) }, 'watching');
   }
 

@@ -47,7 +47,7 @@ export interface RegistryAdapter {
    * whether its first read differs from what was read before (nothing was read in this process)
    * may pass that read as {@link WatchEvent.firstRead}, for the engine to compare.
    */
-  watch(service: ServiceKey, onChange: (event?: WatchEvent) => void): Unsubscribe;
+  watch(service: ServiceKey, onChange: (event?: WatchEvent) => void, options?: WatchOptions): Unsubscribe;
   /**
    * Writes a plan; rejects after trying every write when any failed. An error carrying
    * `retryable: false` means retrying the same plan cannot succeed (the engine then waits for the
@@ -62,6 +62,16 @@ export interface RegistryAdapter {
   /** How often `heartbeat` must be called per instance. */
   readonly heartbeatIntervalMs?: number;
   close(): Promise<void>;
+}
+
+/** What the engine tells a watch about the reads that follow it. */
+export interface WatchOptions {
+  /**
+   * A read of the service follows in this process (the engine queued a reconcile that only this
+   * process can run): a watch that polls may take that read as its start and poll later. Without
+   * it, the reads may all happen elsewhere, and the watch's own first read comes soon.
+   */
+  readFollows?: boolean;
 }
 
 /** What a watch may tell along with a change. */
