@@ -16,6 +16,8 @@ export interface BenchArgs {
   concurrency: number;
   /** Rounds of the raw write phase; the median counts. */
   rawRounds: number;
+  /** Rounds of the cold sync, each after a raw round of its own (with the raw phase); the median ratio counts. */
+  coldRounds: number;
   /** Services of the warm-up sync run before the measured cold sync (0: none). */
   coldWarmupServices: number;
   /** Seconds the cold sync's (and the sharded phase's) task keeps running after it is done, to measure what a synced, unchanging task costs. */
@@ -60,6 +62,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --concurrency <n>   requests in flight of the raw write phase (default 32)
   --raw-rounds <n>    rounds of the raw write phase, each on a fresh registry; the median counts
                       (default 3; --quick 1)
+  --cold-rounds <n>   rounds of the cold sync, each in a namespace of its own and (with the raw
+                      phase) right after a raw round of its own; the round with the median ratio
+                      counts (default 3; --quick 1)
   --cold-warmup <n>   services of a warm-up sync (same instances per service, another namespace)
                       before the measured cold sync, as the raw phase warms up with writes first
                       (default: as many copies as the raw phase's warm-up writes; 0 skips)
@@ -115,6 +120,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
         'raw-rounds': { type: 'string' },
         idle: { type: 'string' },
         'cold-warmup': { type: 'string' },
+        'cold-rounds': { type: 'string' },
         changes: { type: 'string' },
         rate: { type: 'string' },
         only: { type: 'string' },
@@ -154,6 +160,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
     writes: positiveInt('writes', v.writes, services * instances),
     concurrency: positiveInt('concurrency', v.concurrency, 32),
     rawRounds: positiveInt('raw-rounds', v['raw-rounds'], quick ? 1 : 3),
+    coldRounds: positiveInt('cold-rounds', v['cold-rounds'], quick ? 1 : 3),
     coldWarmupServices: v['cold-warmup'] === '0' ? 0 : positiveInt('cold-warmup', v['cold-warmup'], Math.max(1, Math.round(rawWarmupWrites(services * instances) / instances))),
     idleS: v.idle === '0' ? 0 : positiveInt('idle', v.idle, quick ? 2 : 10),
     changes: positiveInt('changes', v.changes, quick ? 200 : 1_000),

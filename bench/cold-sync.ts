@@ -143,21 +143,41 @@ async function warmUp(deps: ColdSyncDeps, services: number, instances: number, d
   return elapsed;
 }
 
+/** One round of measurement 2 next to the raw round measured right before it (when the raw phase runs). */
+export interface ColdSyncPair {
+  rawWritesPerSecond: number | undefined;
+  copiesPerSecond: number;
+  elapsedMs: number;
+  timedOut: boolean;
+  /** copiesPerSecond / rawWritesPerSecond. */
+  ratio: number | undefined;
+}
+
+/** One cold sync: its own namespace of A (and so of B) and its own task. */
+export interface ColdSyncRound {
+  /** Namespace the services live in, in A and B; default the public one. */
+  namespace?: string;
+  /** Id of the task (default `cold`). */
+  taskId?: string;
+}
+
 /**
  * Measurement 2: A holds `services` x `instances` persistent instances; one task A->B for `*` is
  * created; how long until B holds every copy. Then the task runs on for `idleS` seconds with nothing
- * changing (its standing cost), and is paused, so that it does not disturb the next phase.
+ * changing (its standing cost), and is paused, so that it does not disturb the next round or phase.
  */
 export async function measureColdSync(
   deps: ColdSyncDeps,
-  opts: { services: number; instances: number; idleS: number; warmupServices: number },
+  opts: { services: number; instances: number; idleS: number; warmupServices: number } & ColdSyncRound,
   deadlineMs: number,
 ): Promise<ColdSyncResult> {
   const { a, b, api } = deps;
+  const namespace = opts.namespace ?? NAMESPACE;
+  const taskId = opts.taskId ?? 'cold';
   const expected = opts.services * opts.instances;
   const warmupMs = opts.warmupServices > 0 ? await warmUp(deps, opts.warmupServices, opts.instances, deadlineMs) : undefined;
-  seedSource(a, opts.services, opts.instances);
-  const counter = new CopyCounter(b, expected);
+  seedSource(a, opts.services, opts.instances, namespace);
+  const counter = new CopyCounter(b, expected, namespace);
   await deps.cpu.start();
   await deps.redisCommands.start();
   deps.queue.start();
@@ -174,7 +194,7 @@ export async function measureColdSync(
   let reachedAt: number | undefined;
   let taskCreatedMs: number;
   try {
-    await callApi(api, 'POST', '/api/v1/tasks', { id: 'cold', source: 'a', destination: 'b', service: '*' }, 201);
+    await callApi(api, 'POST', '/api/v1/tasks', { id: taskId, source: 'a', destination: 'b', service: '*', namespace }, 201);
     taskCreatedMs = performance.now() - t0;
     reachedAt = await counter.reached(t0 + deadlineMs);
   } finally {
@@ -202,7 +222,7 @@ export async function measureColdSync(
 
   let serviceLagMs: Percentiles | undefined;
   try {
-    const detail = (await callApi(api, 'GET', '/api/v1/tasks/cold', undefined, 200)) as { status: { services: Array<{ lagMs: number | null }> } };
+    const detail = (await callApi(api, 'GET', `/api/v1/tasks/${taskId}`, undefined, 200)) as { status: { services: Array<{ lagMs: number | null }> } };
     serviceLagMs = percentiles(detail.status.services.flatMap((s) => (s.lagMs === null ? [] : [s.lagMs])));
   } catch {
     serviceLagMs = undefined;
@@ -217,7 +237,7 @@ export async function measureColdSync(
     await delay(opts.idleS * 1000);
     steady = { seconds: opts.idleS, cpu: await deps.cpu.stop(), requestsToA: deps.requestsA.window(), requestsToB: deps.requestsB.window() };
   }
-  await callApi(api, 'POST', '/api/v1/tasks/cold/pause', undefined, 200);
+  await callApi(api, 'POST', `/api/v1/tasks/${taskId}/pause`, undefined, 200);
 
   const elapsedMs = end - t0;
   return {

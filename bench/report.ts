@@ -1,5 +1,5 @@
 import type { BenchArgs } from './args.js';
-import type { ColdSyncResult } from './cold-sync.js';
+import type { ColdSyncPair, ColdSyncResult } from './cold-sync.js';
 import type { CpuShares } from './proc-stats.js';
 import type { RedisCommands } from './redis-commands.js';
 import type { ZooKeeperColdSyncResult } from './zookeeper-cold-sync.js';
@@ -35,7 +35,8 @@ export interface BenchResult {
   machine: Machine;
   parameters: Omit<BenchArgs, 'json'>;
   raw: RawWriteResult | undefined;
-  cold: (ColdSyncResult & { ratioToRaw: number | undefined; target: number; met: boolean | undefined }) | undefined;
+  /** The round with the median ratio (see `coldSyncRounds` in run.ts), and every round's figures. */
+  cold: (ColdSyncResult & { pairs: ColdSyncPair[]; ratioToRaw: number | undefined; target: number; met: boolean | undefined }) | undefined;
   latency: (LatencyResult & { targetP99Ms: number; met: boolean }) | undefined;
   zk: ZooKeeperColdSyncResult | undefined;
   shards: ShardedResult | undefined;
@@ -160,12 +161,15 @@ export function formatReport(r: BenchResult): string {
   if (r.cold) {
     const c = r.cold;
     // One decimal: 49.6% must not read as 50% next to MISSED.
-    const ratio = c.ratioToRaw === undefined ? '' : ` = ${(c.ratioToRaw * 100).toFixed(1)}% of (1)`;
+    const ratio =
+      c.ratioToRaw === undefined
+        ? ''
+        : ` = ${(c.ratioToRaw * 100).toFixed(1)}% of the raw rate measured just before it${c.pairs.length > 1 ? ` (median of ${c.pairs.length} rounds)` : ''}`;
     rows.push([
       '2',
       'cold full sync',
       `${seconds(c.elapsedMs)}, ${int(c.copiesPerSecond)} copies/s${ratio}${c.timedOut ? ` (TIMED OUT at ${int(c.reached)}/${int(c.expected)})` : ''}`,
-      `>= ${percent(c.target)} of (1)`,
+      `>= ${percent(c.target)} of the raw rate`,
       verdict(c.met) + disturbed(c.cpu, r.raw?.cpu),
     ]);
   }
@@ -222,6 +226,13 @@ export function formatReport(r: BenchResult): string {
   }
   if (r.cold) {
     const c = r.cold;
+    if (c.pairs.length > 1 || c.pairs[0]?.rawWritesPerSecond !== undefined) {
+      out.push(
+        `  (2) rounds (raw writes/s just before -> cold copies/s = ratio): ${c.pairs
+          .map((p) => `${p.rawWritesPerSecond === undefined ? 'n/a' : int(p.rawWritesPerSecond)} -> ${int(p.copiesPerSecond)}${p.timedOut ? ' TIMED OUT' : ''}${p.ratio === undefined ? '' : ` = ${(p.ratio * 100).toFixed(1)}%`}`)
+          .join('; ')}; the figures below are the median round's`,
+      );
+    }
     out.push(
       `  (2) ${c.warmup ? `after a warm-up sync of ${int(c.warmup.services)} services (${seconds(c.warmup.elapsedMs)}): ` : ''}task created (POST answered) after ${millis(c.taskCreatedMs)}, first copy after ${c.firstCopyMs === undefined ? 'n/a' : millis(c.firstCopyMs)}, ` +
         `queue empty ${c.queueDrainedMs === undefined ? 'not within 15 s' : `${millis(c.queueDrainedMs)}`} after the last copy`,
