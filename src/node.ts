@@ -33,7 +33,7 @@ import type { ClusterKind } from './model/types.js';
 import type { TaskControl } from './engine/control.js';
 import { RegsyncMetrics, startMetricsServer, TaskEventLog, type MetricsServer } from './metrics/index.js';
 import { ShardQueues, ShardWorker } from './queue/shard-queue.js';
-import { RegsyncStore } from './store/index.js';
+import { MissingServices, RegsyncStore } from './store/index.js';
 import { within } from './util/within.js';
 
 /** What one regsync process runs. */
@@ -186,7 +186,6 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     logger,
     // Called only once reconciles run, after the engine below exists.
     activeTask: (taskId) => engine.activeTask(taskId),
-    requeue: (key, delayMs) => queues.enqueue(key, 'confirm', delayMs),
     shardOf: shardOfKey,
     leads,
     liveSets,
@@ -207,6 +206,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     leads,
     readsHere: (shard) => coordinator?.soleReplica(shard) ?? false,
     liveSets,
+    missing: new MissingServices(storeRedis, prefix),
     ...(sourceAddresses ? { sourceAddresses } : {}),
     ...(options.confirmEmptyMs !== undefined ? { confirmMs: options.confirmEmptyMs } : {}),
   });
@@ -249,7 +249,9 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
             new ShardWorker(
               { connection: connect({ maxRetriesPerRequest: null }), prefix: `${prefix}:bull`, shard, concurrency: perShard },
               async (data) => {
-                await reconciler.reconcile(data.key, data.since);
+                const outcome = await reconciler.reconcile(data.key, data.since);
+                // A guard holding for a confirming read: the read comes back through the queue.
+                if (outcome.requeueAfterMs !== undefined) await queues.enqueue(data.key, 'confirm', outcome.requeueAfterMs);
               },
               logger,
             ),

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fastify, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../log.js';
-import type { ClusterSpec, TaskSpec } from '../model/index.js';
+import type { ClusterSpec, Problem, TaskSpec } from '../model/index.js';
 import type { ServiceStatus } from '../store/index.js';
 import { apiHarness, expectError, SECRET_MARKER, type ApiHarness } from '../../test/support/api-harness.js';
 import { startRedis, type RedisServer } from '../../test/support/redis.js';
@@ -44,13 +44,18 @@ function status(name: string, extra: Partial<ServiceStatus> = {}): ServiceStatus
   };
 }
 
+/** The fields of a status whose last reconcile met one problem. */
+function failedWith(code: Problem['code'], side: Problem['side'], cluster: string, message: string): Partial<ServiceStatus> {
+  return { lastError: message, problems: [{ code, side, cluster, message }] };
+}
+
 const held = { removes: 9, copies: 10, since: '2024-01-01T00:00:05.000Z', confirm: 'operator' as const };
 
 /** 250 services `svc-000`..`svc-249`; every 10th failed, every 50th holds a deletion. */
 const many = Array.from({ length: 250 }, (_, i) =>
   status(`svc-${String(i).padStart(3, '0')}`, {
     lagMs: i,
-    ...(i % 10 === 0 ? { lastError: `cannot write destination b: refused (${PASSWORD})` } : {}),
+    ...(i % 10 === 0 ? failedWith('destination_unwritable', 'destination', 'b', `cannot write destination b: refused (${PASSWORD})`) : {}),
     ...(i % 50 === 0 ? { held } : {}),
   }),
 );
@@ -107,6 +112,19 @@ describe('taskSummary', () => {
 describe('clusterStatuses', () => {
   const clusters = [cluster('a', { password: PASSWORD }), cluster('b'), cluster('c'), cluster('d')];
 
+  it('blames the destination, not the source, for a destination that cannot be used, and credits neither side', () => {
+    const views = clusterStatuses(clusters, [
+      {
+        spec: task('t1'),
+        taskError: null,
+        statuses: [status('unusable', { lastSyncAt: null, ...failedWith('cluster_unavailable', 'destination', 'b', 'cannot use destination b: cluster b does not exist') })],
+      },
+    ]);
+    const byId = Object.fromEntries(views.map((v) => [v.id, v]));
+    expect(byId.a).toMatchObject({ reachability: 'unknown', reached: 0, unreached: 0 });
+    expect(byId.b).toMatchObject({ reachability: 'failing', reached: 0, unreached: 1, lastError: 't1 public/DEFAULT_GROUP/unusable: cannot use destination b: cluster b does not exist' });
+  });
+
   it('blames the side a reconcile could not reach, credits what it reached, and knows nothing of unused clusters', () => {
     const views = clusterStatuses(clusters, [
       {
@@ -114,11 +132,11 @@ describe('clusterStatuses', () => {
         taskError: null,
         statuses: [
           status('ok'),
-          status('dest-down', { lastError: 'cannot write destination b: ECONNREFUSED' }),
+          status('dest-down', failedWith('destination_unwritable', 'destination', 'b', 'cannot write destination b: ECONNREFUSED')),
           status('never-synced', { lastSyncAt: null, lastError: null }),
         ],
       },
-      { spec: task('t2', { source: 'c', destination: 'a' }), taskError: null, statuses: [status('src-down', { lastError: `cannot read source c: 401 (${PASSWORD})` })] },
+      { spec: task('t2', { source: 'c', destination: 'a' }), taskError: null, statuses: [status('src-down', failedWith('source_unreadable', 'source', 'c', `cannot read source c: 401 (${PASSWORD})`))] },
       { spec: task('t3', { source: 'd', destination: 'a', state: 'paused' }), taskError: null, statuses: [] },
     ]);
     const byId = Object.fromEntries(views.map((v) => [v.id, v]));
@@ -173,6 +191,7 @@ describe('dashboard routes', () => {
       lastSyncAt: '2024-01-01T00:00:10.000Z',
       lagMs: 0,
       lastError: 'cannot write destination b: refused (********)',
+      problems: [{ code: 'destination_unwritable', side: 'destination', cluster: 'b', message: 'cannot write destination b: refused (********)' }],
       held,
     });
     const errors = (await get('/api/v1/tasks/big/services?offset=20&limit=2&only=error&q=SVC')).json() as { total: number; items: Array<{ service: string }> };

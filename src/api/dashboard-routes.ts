@@ -3,7 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { serviceKeyString, type ClusterSpec, type ServiceMapping, type TaskSpec } from '../model/index.js';
+import { isUnreached, serviceKeyString, type ClusterSpec, type ServiceMapping, type TaskSpec } from '../model/index.js';
 import { mapService } from '../model/task-rules.js';
 import type { ServiceStatus } from '../store/index.js';
 import type { RouteContext } from './api-deps.js';
@@ -146,12 +146,12 @@ export function taskSummary(
 /**
  * Each cluster's reachability as the engine saw it, with no probe of its own: the API process may
  * run elsewhere than the workers, so only their reads and writes tell whether *they* reach a
- * cluster. A service sync's last reconcile failed to reach a cluster when its error is the
- * reconciler's `cannot read source X: ...`, `cannot read destination X: ...` or `cannot write
- * destination X: ...` (a `*` task's `cannot list services: ...` counts against its source). It
- * reached the source when it failed only at the destination (the source is read first) or has
- * synced, and the destination when it has synced and its last error is not about either side.
- * Paused tasks only count as users: their statuses are as old as the pause.
+ * cluster. A service sync's last reconcile failed to reach a cluster when its status carries a
+ * problem of that side and cluster whose code says so (`cluster_unavailable`, `source_unreadable`,
+ * `destination_unreadable`, `destination_unwritable`; a `*` task's `cannot list services: ...`
+ * counts against its source). It reached the source when it has synced, or failed only at the
+ * destination after reading the source, and the destination when it has synced and no problem
+ * says it was not reached. Paused tasks only count as users: their statuses are as old as the pause.
  */
 export function clusterStatuses(
   clusters: readonly ClusterSpec[],
@@ -173,14 +173,15 @@ export function clusterStatuses(
     if (spec.state === 'paused') continue;
     if (source && taskError?.startsWith('cannot list services')) failed(source, `${spec.id}: ${taskError}`);
     for (const s of statuses) {
-      const error = s.lastError ?? '';
-      const sourceDown = error.startsWith(`cannot read source ${spec.source}: `);
-      const destinationDown =
-        error.startsWith(`cannot read destination ${spec.destination}: `) || error.startsWith(`cannot write destination ${spec.destination}: `);
-      const what = `${spec.id} ${serviceKeyString(s.service)}: ${error}`;
-      // The reconciler reads the source first: a failure at the destination means the source answered.
+      const problems = s.problems ?? [];
+      const unreached = problems.filter(isUnreached);
+      const sourceDown = unreached.some((p) => p.side === 'source' && p.cluster === spec.source);
+      const destinationDown = unreached.some((p) => p.side === 'destination' && p.cluster === spec.destination);
+      // A destination read or write fails after the source was read; a destination that cannot even be used, before.
+      const sourceRead = problems.some((p) => p.side === 'destination' && p.code !== 'cluster_unavailable');
+      const what = `${spec.id} ${serviceKeyString(s.service)}: ${s.lastError ?? ''}`;
       if (source && sourceDown) failed(source, what);
-      else if (source && (destinationDown || s.lastSyncAt !== null)) source.reached += 1;
+      else if (source && (sourceRead || s.lastSyncAt !== null)) source.reached += 1;
       if (destination && destinationDown) failed(destination, what);
       else if (destination && !sourceDown && s.lastSyncAt !== null) destination.reached += 1;
     }

@@ -1,4 +1,4 @@
-import { CLUSTER_KINDS } from '../model/index.js';
+import { CLUSTER_KINDS, PROBLEM_CODES } from '../model/index.js';
 
 /**
  * JSON Schemas of the API: they validate input (with `additionalProperties: false` everywhere an
@@ -134,6 +134,7 @@ export const createTaskBody = {
         maxInstances: { type: 'integer', minimum: 1, maximum: 1_000_000 },
         massDeletionPercent: { type: 'integer', minimum: 1, maximum: 100 },
         massDeletionMinCopies: { type: 'integer', minimum: 0, maximum: 1_000_000 },
+        massDeletionWindowMs: { type: 'integer', minimum: 0, maximum: 86_400_000 },
         massDeletionConfirm: { type: 'string', enum: ['read', 'operator'] },
       },
     },
@@ -251,6 +252,20 @@ export const taskDetailView = {
               lastSyncAt: nullableString,
               lagMs: nullableNumber,
               lastError: nullableString,
+              problems: {
+                type: 'array',
+                description: 'What the last reconcile reported, by cause (`lastError` is their text).',
+                items: {
+                  type: 'object',
+                  required: ['code', 'side', 'cluster', 'message'],
+                  properties: {
+                    code: { type: 'string', enum: [...PROBLEM_CODES] },
+                    side: { type: 'string', enum: ['source', 'destination'] },
+                    cluster: { type: 'string' },
+                    message: { type: 'string' },
+                  },
+                },
+              },
               destination: { type: 'string' },
               held: {
                 type: ['object', 'null'],
@@ -259,6 +274,7 @@ export const taskDetailView = {
                   copies: { type: 'integer' },
                   since: { type: 'string' },
                   confirm: { type: 'string' },
+                  peak: { type: 'integer', description: 'The most copies within the guard window, when more than `copies`.' },
                 },
               },
             },

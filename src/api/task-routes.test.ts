@@ -325,8 +325,8 @@ describe('GET /api/v1/tasks/:id', () => {
       status: {
         error: null,
         services: [
-          { service: 'dev/DEFAULT_GROUP/orders', sourceInstances: 3, destinationInstances: 0, lastSyncAt: null, lagMs: null, lastError: 'refused', held: null },
-          { service: 'dev/DEFAULT_GROUP/users', sourceInstances: 3, destinationInstances: 3, lastSyncAt: '2024-01-01T00:00:01.000Z', lagMs: 40, lastError: null, held: null },
+          { service: 'dev/DEFAULT_GROUP/orders', sourceInstances: 3, destinationInstances: 0, lastSyncAt: null, lagMs: null, lastError: 'refused', problems: [], held: null },
+          { service: 'dev/DEFAULT_GROUP/users', sourceInstances: 3, destinationInstances: 3, lastSyncAt: '2024-01-01T00:00:01.000Z', lagMs: 40, lastError: null, problems: [], held: null },
         ],
       },
     });
@@ -335,10 +335,19 @@ describe('GET /api/v1/tasks/:id', () => {
   it('masks the passwords of its clusters in error messages from the engine', async () => {
     await created({ id: 't1', source: 'a', destination: 'b', service: 'orders' });
     await h.store.setTaskError('t1', `login as nacos/${SOURCE_PASSWORD} refused`);
-    await h.store.putServiceStatus('t1', status('orders', { lastError: `POST ?password=${DEST_PASSWORD}: 403` }));
+    const message = `POST ?password=${DEST_PASSWORD}: 403`;
+    await h.store.putServiceStatus('t1', status('orders', { lastError: message, problems: [{ code: 'destination_unwritable', side: 'destination', cluster: 'b', message }] }));
     const res = await get('/api/v1/tasks/t1');
     expect(res.json()).toMatchObject({
-      status: { error: 'login as nacos/******** refused', services: [{ lastError: 'POST ?password=********: 403' }] },
+      status: {
+        error: 'login as nacos/******** refused',
+        services: [
+          {
+            lastError: 'POST ?password=********: 403',
+            problems: [{ code: 'destination_unwritable', side: 'destination', cluster: 'b', message: 'POST ?password=********: 403' }],
+          },
+        ],
+      },
     });
   });
 

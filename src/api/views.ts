@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { serviceKeyString, type ClusterSpec, type HeldDeletion, type TaskSpec } from '../model/index.js';
+import { serviceKeyString, type ClusterSpec, type HeldDeletion, type Problem, type TaskSpec } from '../model/index.js';
 import { mapService } from '../model/task-rules.js';
 import type { ServiceStatus } from '../store/index.js';
 
@@ -39,6 +39,8 @@ export interface ServiceStatusView {
   lastSyncAt: string | null;
   lagMs: number | null;
   lastError: string | null;
+  /** What the last reconcile reported, by cause (`lastError` is their text); secrets masked. */
+  problems: Problem[];
   /** Where the copies go (`namespace/group/name`), when the task maps names. */
   destination?: string;
   /** A mass deletion held back until confirmed, or null. */
@@ -110,6 +112,7 @@ export function taskDetailView(
         lastSyncAt: s.lastSyncAt,
         lagMs: s.lagMs,
         lastError: s.lastError === null ? null : maskSecrets(s.lastError, secrets),
+        problems: (s.problems ?? []).map((p) => ({ ...p, message: maskSecrets(p.message, secrets) })),
         ...(spec.options.mapping ? { destination: serviceKeyString(mapService(s.service, spec.options.mapping)) } : {}),
         held: s.held ?? null,
       })),

@@ -1,9 +1,11 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { RegistryAdapter } from '../model/adapter.js';
+import { problemsText, type GuardState, type Problem, type ServiceStatus } from '../model/service-status.js';
 import {
   DEFAULT_MASS_DELETION_MIN_COPIES,
   DEFAULT_MASS_DELETION_PERCENT,
+  DEFAULT_MASS_DELETION_WINDOW_MS,
   DEFAULT_MAX_INSTANCES,
   MARK_TASK,
   instanceId,
@@ -16,28 +18,15 @@ import {
   type ServiceKey,
   type TaskSpec,
 } from '../model/types.js';
+import { WriteRefusedError } from '../model/write-refused-error.js';
 import type { AdapterPool } from './adapter-pool.js';
+import { emptySourceGuard, heldDrop, heldShare, instanceLimitGuard, massDeletionGuard, type MassDeletionVerdict } from './guards.js';
 import type { HeartbeatScheduler } from './heartbeat-scheduler.js';
 import type { LiveSets } from './live-sets.js';
 import { NOOP_OBSERVER, type EngineObserver, type ReconcileObservation, type TaskEventKind } from './observer.js';
 import type { SourceAddresses } from './source-addresses.js';
-import { diff, transform } from './transform.js';
+import { diff, transform, type SyncPlan } from './transform.js';
 import { mapService, metadataFilter } from '../model/task-rules.js';
-
-/** Status of one service sync, as the API shows it. */
-export interface ServiceSyncStatus {
-  service: ServiceKey;
-  sourceInstances: number;
-  destinationInstances: number;
-  lastSyncAt: string | null;
-  lagMs: number | null;
-  lastError: string | null;
-  /** Digest of the source instances the last reconcile read (see `instancesDigest`). */
-  sourceDigest?: string | undefined;
-  /** A mass deletion the guard holds back (see the task option `massDeletionPercent`). */
-  held?: HeldDeletion | null | undefined;
-}
-
 
 /** The store operations the engine uses. */
 export interface EngineStore {
@@ -45,21 +34,25 @@ export interface EngineStore {
   getCluster(id: string): Promise<ClusterSpec | undefined>;
   listTasks(): Promise<TaskSpec[]>;
   tasksUsingCluster(clusterId: string): Promise<TaskSpec[]>;
-  putServiceStatus(taskId: string, status: ServiceSyncStatus): Promise<void>;
-  listServiceStatus(taskId: string): Promise<ServiceSyncStatus[]>;
-  getServiceStatus(taskId: string, service: ServiceKey): Promise<ServiceSyncStatus | undefined>;
+  putServiceStatus(taskId: string, status: ServiceStatus): Promise<void>;
+  listServiceStatus(taskId: string): Promise<ServiceStatus[]>;
+  getServiceStatus(taskId: string, service: ServiceKey): Promise<ServiceStatus | undefined>;
   deleteServiceStatus(taskId: string, service: ServiceKey): Promise<void>;
   setTaskError(taskId: string, message: string | null): Promise<void>;
   /** Takes (reads and clears) an operator's release of a held mass deletion. */
   takeRelease(taskId: string, service: ServiceKey): Promise<boolean>;
 }
 
-/** What one reconcile did. */
-export type ReconcileOutcome =
+/**
+ * What one reconcile did. `requeueAfterMs` asks the queue runner for another reconcile of the
+ * same service sync that much later (a hold waiting for its confirming read).
+ */
+export type ReconcileOutcome = (
   | { kind: 'synced'; upserts: number; removes: number; conflicts: number }
   | { kind: 'held'; reason: string }
   | { kind: 'refused'; reason: string }
-  | { kind: 'inactive' };
+  | { kind: 'inactive' }
+) & { requeueAfterMs?: number };
 
 export interface ReconcilerOptions {
   store: EngineStore;
@@ -72,9 +65,10 @@ export interface ReconcilerOptions {
    * no store read to learn it. Asked again before beats start, so a task paused meanwhile never beats.
    */
   activeTask: (taskId: string) => TaskSpec | undefined;
-  /** Asks for another reconcile of `key` after `delayMs` (used to confirm a drop to empty). */
-  requeue: (key: string, delayMs: number) => Promise<void>;
-  /** A drop to zero source instances is applied only when still empty this long after first seen. Default 3 s. */
+  /**
+   * A drop to zero source instances, and a held mass deletion with `confirm: read`, are applied
+   * only when a read this long after the first one still agrees. Default 3 s.
+   */
   confirmEmptyMs?: number;
   /** The shard of a service sync key (default: 0). */
   shardOf?: (key: string) => number;
@@ -87,26 +81,65 @@ export interface ReconcilerOptions {
   /** Records which addresses each service sync read from its source (for CMDB changes). */
   sourceAddresses?: SourceAddresses | undefined;
   /**
-   * Whether the service sync still belongs to its task (its service is still listed by a `*` task's
-   * source). One that no longer does is forgotten once its copies are gone. Default: always.
+   * Whether the service sync still belongs to its task (a `*` task's source still lists its
+   * service, as confirmed in Redis). One that no longer does is forgotten once its copies are
+   * gone. Default: always.
    */
-  stillListed?: (key: string) => boolean;
+  stillListed?: (key: string) => Promise<boolean>;
   /** Told about every reconcile and every event worth an operator's eye (metrics, the task event log). */
   observer?: EngineObserver | undefined;
 }
 
+/** One reconcile under way: its service sync, its task as it runs here, and where copies go. */
+interface Run {
+  key: string;
+  taskId: string;
+  service: ServiceKey;
+  task: TaskSpec;
+  target: ServiceKey;
+  /** When the change this reconcile stands for was seen (ms), for the lag. */
+  since: number;
+  /** The status as the previous reconcile left it (read at the start, by whichever replica). */
+  previous: ServiceStatus | undefined;
+  /** What the guards remember, as the phases so far left it (recorded with a failure, too). */
+  guard: GuardState;
+  /** A child logger made on first use (its bindings cost). */
+  log: () => Logger;
+}
+
+/** The two sides of a run, with the source read and the destination read under way. */
+interface Reads {
+  source: RegistryAdapter;
+  destination: RegistryAdapter;
+  sourceInstances: Instance[];
+  /** Read at the same time as the source; awaited only once the guards let the run go on. */
+  destinationRead: Promise<Instance[]>;
+}
+
+/** The transform and diff of a run, and what the guards decided about it. */
+interface Planned {
+  plan: SyncPlan;
+  deletion: MassDeletionVerdict | undefined;
+}
+
+/** Thrown by a phase after it recorded its problem in the status; the reconcile rejects with `cause`. */
+class PhaseFailure extends Error {
+  override readonly name = 'PhaseFailure';
+}
+
 /**
- * Reconciles one service sync: read the source, compute the copies, read what the destination
- * holds, write the difference, keep the ephemeral copies beating, record the status. Reads fresh
- * state every time (level-triggered), so a lost or duplicated trigger cannot make it wrong.
+ * Reconciles one service sync in named phases: read both sides, guard (instance limit, empty
+ * source, mass deletion), plan (the pure transform and diff), apply, keep alive (retain, beats,
+ * live sets), record. Reads fresh state every time (level-triggered), so a lost or duplicated
+ * trigger cannot make it wrong. The guards decide from the service's status in Redis, so every
+ * replica that runs the next reconcile decides the same.
  *
  * Never makes things worse during an outage: a failed read of either side writes nothing and
- * deletes nothing (the job fails and is retried), and a source that suddenly lists nothing is
- * believed only when a second read `confirmEmptyMs` later agrees; meanwhile copies stay and beat.
+ * deletes nothing (the reconcile rejects and the queue retries it), and removals the guards hold
+ * stay held until confirmed; meanwhile copies stay and beat. The outcome is data: the queue runner
+ * owns retries, requeues, metrics and logging.
  */
 export class Reconciler {
-  private readonly knownSourceCounts = new Map<string, number>();
-  private readonly emptySince = new Map<string, number>();
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
   private readonly confirmEmptyMs: number;
   private readonly log: Logger;
@@ -116,11 +149,6 @@ export class Reconciler {
     this.confirmEmptyMs = opts.confirmEmptyMs ?? 3_000;
     this.log = opts.logger.child({ component: 'reconciler' });
     this.observer = opts.observer ?? NOOP_OBSERVER;
-  }
-
-  /** Seeds the last known source size of a service sync (from stored status after a restart). */
-  rememberSourceCount(key: string, count: number): void {
-    this.knownSourceCounts.set(key, count);
   }
 
   /** Runs one reconcile; rejects when a registry could not be read or written (the caller retries). */
@@ -162,8 +190,6 @@ export class Reconciler {
 
   /** Forgets per-service memory of a task (after it was removed). */
   forget(taskPrefix: string): void {
-    for (const key of [...this.knownSourceCounts.keys()]) if (key.startsWith(taskPrefix)) this.knownSourceCounts.delete(key);
-    for (const key of [...this.emptySince.keys()]) if (key.startsWith(taskPrefix)) this.emptySince.delete(key);
     this.opts.sourceAddresses?.forget(taskPrefix);
   }
 
@@ -182,72 +208,127 @@ export class Reconciler {
 
   private async run(key: string, since: number, note: RunNote): Promise<ReconcileOutcome> {
     const { taskId, service } = parseServiceSyncKey(key);
-    const { store, heartbeats } = this.opts;
     const task = this.opts.activeTask(taskId);
     if (!task || task.state !== 'running') {
-      heartbeats.clear(key);
+      this.opts.heartbeats.clear(key);
       return { kind: 'inactive' };
     }
-    // A child logger costs (its bindings are serialized and redacted): made only when something is logged.
+    const previousRead = this.opts.store.getServiceStatus(taskId, service).catch(() => undefined);
     let child: Logger | undefined;
-    const log = (): Logger => (child ??= this.log.child({ task: taskId, service: serviceKeyString(service) }));
-    let source: RegistryAdapter;
-    let destination: RegistryAdapter;
+    const run: Run = {
+      key,
+      taskId,
+      service,
+      task,
+      target: mapService(service, task.options.mapping),
+      since,
+      previous: undefined,
+      guard: {},
+      log: () => (child ??= this.log.child({ task: taskId, service: serviceKeyString(service) })),
+    };
+    try {
+      const reads = await this.read(run, previousRead);
+      const stop = await this.guardSource(run, reads);
+      if (stop) return stop;
+      const destinationInstances = await this.awaitDestination(run, reads);
+      const planned = await this.plan(run, reads, destinationInstances);
+      await this.apply(run, reads.destination, planned.plan);
+      const live = await this.keepAlive(run, reads.destination, planned.plan);
+      return await this.record(run, reads, planned, live, note);
+    } catch (err) {
+      if (err instanceof RefusedRun) return { kind: 'refused', reason: err.message };
+      if (err instanceof PhaseFailure) throw err.cause;
+      throw err;
+    }
+  }
+
+  /**
+   * Phase 1, read: the previous status, both adapters and both sides at once (a reconcile waits for
+   * the slower read, not for one after the other). The destination read is awaited only once the
+   * guards let the run go on; its failure is reported only then. Each side's failure names that
+   * side: a destination that cannot be built is not a source that cannot be read.
+   */
+  private async read(run: Run, previousRead: Promise<ServiceStatus | undefined>): Promise<Reads> {
+    const { task } = run;
+    const [previous, source, destination] = await Promise.all([
+      previousRead,
+      this.opts.adapters.get(task.source).catch((err: unknown) => err as Error),
+      this.opts.adapters.get(task.destination).catch((err: unknown) => err as Error),
+    ]);
+    run.previous = previous;
+    run.guard = { ...previous?.guard };
+    if (source instanceof Error) {
+      return this.fail(run, { code: 'cluster_unavailable', side: 'source', cluster: task.source, message: `cannot use source ${task.source}: ${messageOf(source)}` }, source);
+    }
+    if (destination instanceof Error) {
+      return this.fail(
+        run,
+        { code: 'cluster_unavailable', side: 'destination', cluster: task.destination, message: `cannot use destination ${task.destination}: ${messageOf(destination)}` },
+        destination,
+      );
+    }
+    const destinationRead = destination.listInstances(run.target);
+    destinationRead.catch(() => undefined);
     let sourceInstances: Instance[];
-    let destinationInstances: Instance[];
-    const target = mapService(service, task.options.mapping);
-    let destinationRead: Promise<Instance[]>;
     try {
-      source = await this.opts.adapters.get(task.source);
-      destination = await this.opts.adapters.get(task.destination);
-      // Both sides are read at once: a reconcile waits for the slower read, not for one after the
-      // other. A destination read that turns out not to be needed (the source read failed, or
-      // holds the reconcile back) is dropped; its failure is reported only when it is used.
-      destinationRead = destination.listInstances(target);
-      destinationRead.catch(() => undefined);
-      sourceInstances = await source.listInstances(service);
+      sourceInstances = await source.listInstances(run.service);
     } catch (err) {
-      await this.recordError(taskId, service, `cannot read source ${task.source}: ${messageOf(err)}`);
-      throw err;
+      return this.fail(run, { code: 'source_unreadable', side: 'source', cluster: task.source, message: `cannot read source ${task.source}: ${messageOf(err)}` }, err);
     }
+    return { source, destination, sourceInstances, destinationRead };
+  }
 
+  /**
+   * Phase 2, the source's guards: a service over `maxInstances` is refused; a source that suddenly
+   * lists nothing is held until a read `confirmEmptyMs` after the first empty one (by any replica:
+   * the time is kept in the status) still lists nothing. Answers the outcome when the run stops here.
+   */
+  private async guardSource(run: Run, reads: Reads): Promise<ReconcileOutcome | undefined> {
+    const { task, previous } = run;
+    const count = reads.sourceInstances.length;
     const maxInstances = task.options.maxInstances ?? DEFAULT_MAX_INSTANCES;
-    if (sourceInstances.length > maxInstances) {
-      const reason = `source ${task.source} lists ${sourceInstances.length} instances, more than the task's maxInstances (${maxInstances}); the copies are left as they are`;
-      log().warn({ instances: sourceInstances.length, maxInstances }, 'service over the instance limit; not synced');
-      await this.recordError(taskId, service, reason);
-      return { kind: 'refused', reason };
+    const refusal = instanceLimitGuard(count, maxInstances, task.source);
+    if (refusal) {
+      run.log().warn({ instances: count, maxInstances }, 'service over the instance limit; not synced');
+      await this.recordProblem(run, { code: 'over_instance_limit', side: 'source', cluster: task.source, message: refusal.reason });
+      return { kind: 'refused', reason: refusal.reason };
     }
-
-    const known = this.knownSourceCounts.get(key) ?? 0;
-    if (sourceInstances.length === 0 && known > 0) {
-      const first = this.emptySince.get(key);
-      const now = Date.now();
-      if (first === undefined || now - first < this.confirmEmptyMs) {
-        if (first === undefined) this.emptySince.set(key, now);
-        const wait = first === undefined ? this.confirmEmptyMs : this.confirmEmptyMs - (now - first);
-        const reason = `source ${task.source} suddenly lists no instances (had ${known}); holding the copies until a read ${this.confirmEmptyMs} ms later confirms it`;
-        log().warn({ known }, 'source dropped to zero instances; holding');
-        await this.recordError(taskId, service, reason, 'held');
-        await this.opts.requeue(key, wait + 10);
-        return { kind: 'held', reason };
-      }
-      log().info({ known }, 'drop to zero confirmed');
+    const known = previous?.sourceInstances ?? 0;
+    const empty = emptySourceGuard(count, known, run.guard.emptySince, Date.now(), this.confirmEmptyMs);
+    if (empty.verdict === 'hold') {
+      const reason = `source ${task.source} suddenly lists no instances (had ${known}); holding the copies until a read ${this.confirmEmptyMs} ms later confirms it`;
+      run.log().warn({ known }, 'source dropped to zero instances; holding');
+      const problem: Problem = { code: 'empty_source_held', side: 'source', cluster: task.source, message: reason };
+      run.guard.emptySince = empty.emptySince;
+      await this.recordProblem(run, problem, 'held');
+      return { kind: 'held', reason, requeueAfterMs: empty.requeueAfterMs + 10 };
     }
-    this.emptySince.delete(key);
+    if (empty.confirmed) run.log().info({ known }, 'drop to zero confirmed');
+    delete run.guard.emptySince;
+    return undefined;
+  }
 
+  /** The destination read started in phase 1; a failure is recorded as the destination's. */
+  private async awaitDestination(run: Run, reads: Reads): Promise<Instance[]> {
     try {
-      destinationInstances = await destinationRead;
+      return await reads.destinationRead;
     } catch (err) {
-      await this.recordError(taskId, service, `cannot read destination ${task.destination}: ${messageOf(err)}`);
-      throw err;
+      const { destination } = run.task;
+      return this.fail(run, { code: 'destination_unreadable', side: 'destination', cluster: destination, message: `cannot read destination ${destination}: ${messageOf(err)}` }, err);
     }
+  }
 
-    const destinationSpec = this.opts.adapters.spec(task.destination) ?? (await store.getCluster(task.destination));
-    const sourceSpec = this.opts.adapters.spec(task.source) ?? (await store.getCluster(task.source));
+  /**
+   * Phase 3, plan: the pure transform (ring filter, marks, labels, metadata rules) and diff, then
+   * the mass-deletion guard, which may hold the plan's removals (new and changed copies still go out).
+   */
+  private async plan(run: Run, reads: Reads, destinationInstances: Instance[]): Promise<Planned> {
+    const { task, taskId } = run;
+    const destinationSpec = this.opts.adapters.spec(task.destination) ?? (await this.opts.store.getCluster(task.destination));
+    const sourceSpec = this.opts.adapters.spec(task.source) ?? (await this.opts.store.getCluster(task.source));
     const aliases = destinationSpec?.options.aliases;
     const cmdb = this.opts.cmdb;
-    const { desired } = transform(sourceInstances, {
+    const { desired } = transform(reads.sourceInstances, {
       taskId,
       sourceClusterId: task.source,
       destinationClusterId: task.destination,
@@ -264,139 +345,171 @@ export class Reconciler {
           : undefined,
       metadataKeys: metadataFilter(task.options.mapping),
     });
-    this.opts.sourceAddresses?.set(key, sourceInstances.map((i) => i.ip));
+    this.opts.sourceAddresses?.set(run.key, reads.sourceInstances.map((i) => i.ip));
     const plan = diff(desired, destinationInstances, taskId);
     const owned = destinationInstances.filter((i) => i.metadata[MARK_TASK] === taskId).length;
-    const guard = await this.massDeletionGuard(key, task, service, plan.remove.length, owned, log);
-    if (guard.kind === 'hold') {
-      // Nothing is removed; the rest of the plan (new and changed copies) still goes out.
+    const deletion = await this.guardRemovals(run, plan.remove.length, owned);
+    if (deletion?.verdict === 'hold') {
       plan.unchanged.push(...plan.remove);
       plan.remove = [];
     }
-    if (plan.upsert.length > 0 || plan.remove.length > 0) {
-      try {
-        await destination.apply(target, { upsert: plan.upsert, remove: plan.remove });
-      } catch (err) {
-        await this.recordError(taskId, service, `cannot write destination ${task.destination}: ${messageOf(err)}`);
-        // Refused for good (an object regsync does not own is in the way): the status says why, and
-        // the next full sync tries again; retrying the same plan now cannot succeed.
-        if ((err as { retryable?: unknown } | null)?.retryable === false) return { kind: 'refused', reason: messageOf(err) };
-        throw err;
-      }
-      if (this.log.isLevelEnabled('debug')) log().debug({ upserts: plan.upsert.length, removes: plan.remove.length }, 'applied');
+    return { plan, deletion };
+  }
+
+  /**
+   * The mass-deletion guard (see {@link massDeletionGuard}): judged against the most copies of the
+   * last `massDeletionWindowMs`, confirmed by a later read (`read`) or by an operator's release.
+   * Undefined when there is nothing to judge (no removal, and no window to keep).
+   */
+  private async guardRemovals(run: Run, removes: number, owned: number): Promise<MassDeletionVerdict | undefined> {
+    const { task, previous } = run;
+    const window = run.guard.copies;
+    if (removes === 0 && (window === undefined || window.length === 0)) return undefined;
+    const settings = {
+      percent: task.options.massDeletionPercent ?? DEFAULT_MASS_DELETION_PERCENT,
+      minCopies: task.options.massDeletionMinCopies ?? DEFAULT_MASS_DELETION_MIN_COPIES,
+      windowMs: task.options.massDeletionWindowMs ?? DEFAULT_MASS_DELETION_WINDOW_MS,
+      confirmMs: this.confirmEmptyMs,
+      confirm: task.options.massDeletionConfirm ?? 'read',
+    };
+    const held = previous?.held ?? undefined;
+    const judge = (released: boolean) => massDeletionGuard({ removes, copies: owned, released, held }, window, Date.now(), settings);
+    let verdict = judge(false);
+    // A release is taken only when it is needed: one given for a deletion that went anyway lapses.
+    if (verdict.verdict === 'hold' && (await this.opts.store.takeRelease(task.id, run.service))) verdict = judge(true);
+    if (verdict.verdict === 'proceed' && verdict.applied === 'released') {
+      run.log().warn({ removes, copies: owned }, 'mass deletion released by an operator; applying');
+      this.emit('released', task.id, run.service, `mass deletion released by an operator: removing ${removes} of ${owned} copies`);
+    } else if (verdict.verdict === 'proceed' && verdict.applied === 'confirmed') {
+      run.log().warn({ removes, copies: owned, heldMs: verdict.heldMs }, 'mass deletion confirmed by a later read; applying');
+      this.emit('released', task.id, run.service, `mass deletion confirmed by a read ${verdict.heldMs} ms later: removing ${removes} of ${owned} copies`);
+    } else if (verdict.verdict === 'hold' && verdict.first) {
+      run.log().warn({ removes, copies: owned, peak: verdict.held.peak, confirm: settings.confirm }, 'holding a mass deletion');
+      this.emit('held', task.id, run.service, heldNote(task.id, verdict.held, settings));
     }
+    return verdict;
+  }
+
+  /** Phase 4, apply: writes the plan; a refusal for good is recorded and ends the run as `refused`. */
+  private async apply(run: Run, destination: RegistryAdapter, plan: SyncPlan): Promise<void> {
+    if (plan.upsert.length === 0 && plan.remove.length === 0) return;
+    const cluster = run.task.destination;
+    try {
+      await destination.apply(run.target, { upsert: plan.upsert, remove: plan.remove });
+    } catch (err) {
+      const refused = err instanceof WriteRefusedError;
+      const problem: Problem = { code: refused ? 'write_refused' : 'destination_unwritable', side: 'destination', cluster, message: `cannot write destination ${cluster}: ${messageOf(err)}` };
+      await this.recordProblem(run, problem);
+      // Refused for good: the status says why, and the next full sync tries again; retrying now cannot succeed.
+      throw refused ? new RefusedRun(messageOf(err)) : new PhaseFailure(problem.message, { cause: err });
+    }
+    if (this.log.isLevelEnabled('debug')) run.log().debug({ upserts: plan.upsert.length, removes: plan.remove.length }, 'applied');
+  }
+
+  /**
+   * Phase 5, keep alive: the shard's leader takes unchanged copies into its session (`retain`) and
+   * beats the live ones; every replica records the live set for the leader (the record is sent
+   * with the status, one round trip). Answers the live copies and the pending record.
+   */
+  private async keepAlive(run: Run, destination: RegistryAdapter, plan: SyncPlan): Promise<Live> {
+    const { key, taskId } = run;
     const live = [...plan.upsert, ...plan.unchanged];
     const shard = this.opts.shardOf?.(key) ?? 0;
     const leading = this.opts.leads?.(shard) ?? true;
     if (leading && destination.retain && plan.unchanged.length > 0) {
       try {
-        await destination.retain(target, plan.unchanged);
+        await destination.retain(run.target, plan.unchanged);
       } catch (err) {
-        await this.recordError(taskId, service, `cannot write destination ${task.destination}: ${messageOf(err)}`);
-        throw err;
+        const cluster = run.task.destination;
+        const problem: Problem = { code: 'destination_unwritable', side: 'destination', cluster, message: `cannot write destination ${cluster}: ${messageOf(err)}` };
+        return this.fail(run, problem, err);
       }
     }
-    if (leading && this.opts.activeTask(taskId) !== undefined) heartbeats.set(key, destination, target, live, plan.upsert);
-    else heartbeats.clear(key);
+    if (leading && this.opts.activeTask(taskId) !== undefined) this.opts.heartbeats.set(key, destination, run.target, live, plan.upsert);
+    else this.opts.heartbeats.clear(key);
     // A lost record is written again by the next reconcile (nothing marks it written meanwhile).
-    // Sent together with the status below (one round trip on the auto-pipelined store connection).
-    const recorded = this.opts.liveSets?.put(key, shard, live, !leading).catch((err: unknown) => log().warn({ err }, 'cannot record the copies to beat'));
-    this.knownSourceCounts.set(key, sourceInstances.length);
+    const recorded = this.opts.liveSets?.put(key, shard, live, !leading).catch((err: unknown) => run.log().warn({ err }, 'cannot record the copies to beat'));
+    return { instances: live, shard, recorded: recorded ?? Promise.resolve() };
+  }
 
-    if (sourceInstances.length === 0 && live.length === 0 && this.opts.stillListed?.(key) === false) {
-      // The service left a `*` task's source and its copies are gone: forget the service sync.
-      await recorded;
-      heartbeats.clear(key);
-      await this.opts.liveSets?.remove(key, shard);
-      await store.deleteServiceStatus(taskId, service);
-      this.knownSourceCounts.delete(key);
-      this.opts.sourceAddresses?.delete(key);
-      log().info('service gone from the source; service sync forgotten');
-      this.emit('removed', taskId, service, `service gone from source ${task.source}; ${plan.remove.length} copies removed from ${task.destination} and the service sync forgotten`);
-      return { kind: 'synced', upserts: plan.upsert.length, removes: plan.remove.length, conflicts: plan.conflicts.length };
+  /**
+   * Phase 6, record: the status with its problems (held removals, address conflicts, skipped source
+   * entries) and what the guards remember, or, for a service gone from a `*` task's source whose
+   * copies are gone too, forgetting the service sync.
+   */
+  private async record(run: Run, reads: Reads, planned: Planned, live: Live, note: RunNote): Promise<ReconcileOutcome> {
+    const { task, taskId, service } = run;
+    const { plan, deletion } = planned;
+    const synced: ReconcileOutcome = { kind: 'synced', upserts: plan.upsert.length, removes: plan.remove.length, conflicts: plan.conflicts.length };
+    if (reads.sourceInstances.length === 0 && live.instances.length === 0 && (await this.opts.stillListed?.(run.key)) === false) {
+      await this.forgetService(run, live, plan.remove.length);
+      return synced;
     }
-
-    const issues = source.readIssues?.(service) ?? [];
-    const conflictNote =
-      plan.conflicts.length > 0
-        ? `${plan.conflicts.length} instance(s) not written: their address is taken in ${task.destination} by an instance this task does not own (${plan.conflicts
-            .slice(0, 5)
-            .map(instanceId)
-            .join(', ')})`
-        : null;
-    if (conflictNote) log().warn({ conflicts: plan.conflicts.length }, 'address conflicts in destination');
-    const lagMs = Math.max(0, Date.now() - since);
-    const status = store.putServiceStatus(taskId, {
+    const problems = this.planProblems(run, reads, planned);
+    const lagMs = Math.max(0, Date.now() - run.since);
+    const guard: GuardState = deletion && deletion.copies.length > 0 ? { copies: deletion.copies } : {};
+    const held = deletion?.verdict === 'hold' ? deletion.held : null;
+    const status = this.opts.store.putServiceStatus(taskId, {
       service,
-      sourceInstances: sourceInstances.length,
-      destinationInstances: live.length,
+      sourceInstances: reads.sourceInstances.length,
+      destinationInstances: live.instances.length,
       lastSyncAt: new Date().toISOString(),
       lagMs,
-      lastError:
-        [guard.kind === 'hold' ? guard.note : null, conflictNote, ...issues.map((i) => `skipped in source ${task.source}: ${i}`)].filter((n) => n !== null).join('; ') ||
-        null,
-      sourceDigest: instancesDigest(sourceInstances),
-      held: guard.kind === 'hold' ? guard.held : null,
+      lastError: problemsText(problems),
+      problems,
+      sourceDigest: instancesDigest(reads.sourceInstances),
+      held,
+      ...(guard.copies ? { guard } : {}),
     });
-    await Promise.all([recorded, status]);
+    await Promise.all([live.recorded, status]);
     note.lagMs = lagMs;
     if (plan.upsert.length > 0 || plan.remove.length > 0) {
       this.emit(
         'reconciled',
         taskId,
         service,
-        `${count(plan.upsert.length, 'copy', 'copies')} written to and ${plan.remove.length} removed from ${task.destination}; ${count(live.length, 'copy', 'copies')} there, ${count(sourceInstances.length, 'source instance', 'source instances')} (lag ${lagMs} ms)`,
+        `${count(plan.upsert.length, 'copy', 'copies')} written to and ${plan.remove.length} removed from ${task.destination}; ${count(live.instances.length, 'copy', 'copies')} there, ${count(reads.sourceInstances.length, 'source instance', 'source instances')} (lag ${lagMs} ms)`,
       );
     }
-    return { kind: 'synced', upserts: plan.upsert.length, removes: plan.remove.length, conflicts: plan.conflicts.length };
+    return deletion?.verdict === 'hold' && deletion.requeueAfterMs !== undefined ? { ...synced, requeueAfterMs: deletion.requeueAfterMs } : synced;
   }
 
-  /**
-   * The mass-deletion guard: a plan removing more than `massDeletionPercent` of the task's copies of
-   * a service (which has more than `massDeletionMinCopies`) is held until confirmed, by a read at
-   * least the confirmation delay after it was first held that still plans it (`read`), or by an
-   * operator's release (always possible; the only way with `operator`). The time it was first held
-   * is kept in the status, so the confirming read may run in any process.
-   */
-  private async massDeletionGuard(
-    key: string,
-    task: TaskSpec,
-    service: ServiceKey,
-    removes: number,
-    owned: number,
-    log: () => Logger,
-  ): Promise<{ kind: 'apply' } | { kind: 'hold'; held: HeldDeletion; note: string }> {
-    const percent = task.options.massDeletionPercent ?? DEFAULT_MASS_DELETION_PERCENT;
-    const minCopies = task.options.massDeletionMinCopies ?? DEFAULT_MASS_DELETION_MIN_COPIES;
-    if (removes === 0 || percent >= 100 || owned <= minCopies || removes * 100 <= owned * percent) return { kind: 'apply' };
-    const { store } = this.opts;
-    const confirm = task.options.massDeletionConfirm ?? 'read';
-    if (await store.takeRelease(task.id, service)) {
-      log().warn({ removes, copies: owned }, 'mass deletion released by an operator; applying');
-      this.emit('released', task.id, service, `mass deletion released by an operator: removing ${removes} of ${owned} copies`);
-      return { kind: 'apply' };
+  /** The problems of a run that went through: held removals, address conflicts, skipped source entries. */
+  private planProblems(run: Run, reads: Reads, planned: Planned): Problem[] {
+    const { task } = run;
+    const problems: Problem[] = [];
+    const { plan, deletion } = planned;
+    if (deletion?.verdict === 'hold') {
+      problems.push({ code: 'mass_deletion_held', side: 'destination', cluster: task.destination, message: heldNote(task.id, deletion.held, { confirmMs: this.confirmEmptyMs, windowMs: task.options.massDeletionWindowMs ?? DEFAULT_MASS_DELETION_WINDOW_MS }) });
     }
-    const previous = (await store.getServiceStatus(task.id, service).catch(() => undefined))?.held ?? undefined;
-    const since = previous?.since ?? new Date().toISOString();
-    if (confirm === 'read') {
-      const age = Date.now() - Date.parse(since);
-      if (previous !== undefined && age >= this.confirmEmptyMs) {
-        log().warn({ removes, copies: owned, heldMs: age }, 'mass deletion confirmed by a later read; applying');
-        this.emit('released', task.id, service, `mass deletion confirmed by a read ${age} ms later: removing ${removes} of ${owned} copies`);
-        return { kind: 'apply' };
-      }
-      await this.opts.requeue(key, Math.max(0, this.confirmEmptyMs - (previous === undefined ? 0 : age)) + 10);
+    if (plan.conflicts.length > 0) {
+      run.log().warn({ conflicts: plan.conflicts.length }, 'address conflicts in destination');
+      const shown = plan.conflicts.slice(0, 5).map(instanceId).join(', ');
+      const message = `${plan.conflicts.length} instance(s) not written: their address is taken in ${task.destination} by an instance this task does not own (${shown})`;
+      problems.push({ code: 'address_conflict', side: 'destination', cluster: task.destination, message });
     }
-    const share = Math.round((removes * 100) / owned);
-    const note =
-      `holding a mass deletion: ${removes} of ${owned} copies (${share}%) would be removed; ` +
-      (confirm === 'read' ? `applied if a read ${this.confirmEmptyMs} ms later still plans it, or ` : '') +
-      `released by POST /api/v1/tasks/${task.id}/release`;
-    if (previous === undefined) {
-      log().warn({ removes, copies: owned, confirm }, 'holding a mass deletion');
-      this.emit('held', task.id, service, note);
+    for (const issue of reads.source.readIssues?.(run.service) ?? []) {
+      problems.push({ code: 'source_skipped', side: 'source', cluster: task.source, message: `skipped in source ${task.source}: ${issue}` });
     }
-    return { kind: 'hold', held: { removes, copies: owned, since, confirm }, note };
+    return problems;
+  }
+
+  /** The service left a `*` task's source and its copies are gone: forget the service sync. */
+  private async forgetService(run: Run, live: Live, removed: number): Promise<void> {
+    const { key, taskId, service, task } = run;
+    await live.recorded;
+    this.opts.heartbeats.clear(key);
+    await this.opts.liveSets?.remove(key, live.shard);
+    await this.opts.store.deleteServiceStatus(taskId, service);
+    this.opts.sourceAddresses?.delete(key);
+    run.log().info('service gone from the source; service sync forgotten');
+    this.emit('removed', taskId, service, `service gone from source ${task.source}; ${removed} copies removed from ${task.destination} and the service sync forgotten`);
+  }
+
+  /** Records a phase's problem and stops the run with it (the reconcile rejects with `cause`). */
+  private async fail(run: Run, problem: Problem, cause: unknown): Promise<never> {
+    await this.recordProblem(run, problem);
+    throw new PhaseFailure(problem.message, { cause });
   }
 
   /** Tells the observer of an event worth an operator's eye; an observer that throws never fails the reconcile. */
@@ -409,13 +522,15 @@ export class Reconciler {
   }
 
   /**
-   * Records a problem in the service's status, and tells the observer as a `kind` event when the
-   * status did not already say the same (a failure retried with backoff, or met again at every full
-   * sync, is one event, not one per attempt).
+   * Records a problem in the service's status, keeping what the previous reconcile recorded (counts,
+   * a held deletion) and what the guards remember as this run left it, and tells the observer as a
+   * `kind` event when the status did not already say the same (a failure retried with backoff, or
+   * met again at every full sync, is one event, not one per attempt).
    */
-  private async recordError(taskId: string, service: ServiceKey, message: string, kind: TaskEventKind = 'error'): Promise<void> {
-    const previous = await this.opts.store.getServiceStatus(taskId, service).catch(() => undefined);
-    if (previous?.lastError !== message) this.emit(kind, taskId, service, message);
+  private async recordProblem(run: Run, problem: Problem, kind: TaskEventKind = 'error'): Promise<void> {
+    const { previous, taskId, service } = run;
+    if (previous?.lastError !== problem.message) this.emit(kind, taskId, service, problem.message);
+    const remembered = run.guard;
     await this.opts.store
       .putServiceStatus(taskId, {
         service,
@@ -423,19 +538,48 @@ export class Reconciler {
         destinationInstances: previous?.destinationInstances ?? 0,
         lastSyncAt: previous?.lastSyncAt ?? null,
         lagMs: previous?.lagMs ?? null,
-        lastError: message,
+        lastError: problem.message,
+        problems: [problem],
         sourceDigest: previous?.sourceDigest,
         // A failed read does not confirm nor forget a held deletion.
         held: previous?.held ?? null,
+        ...(remembered.emptySince !== undefined || (remembered.copies?.length ?? 0) > 0 ? { guard: remembered } : {}),
       })
       .catch((err: unknown) => this.log.warn({ err }, 'cannot record status'));
   }
+}
+
+/** A write the destination refuses for good: the run ends as `refused` (see {@link Reconciler}). */
+class RefusedRun extends Error {
+  override readonly name = 'RefusedRun';
+}
+
+/** The live copies of a run, the shard that beats them, and their pending record in Redis. */
+interface Live {
+  instances: Instance[];
+  shard: number;
+  recorded: Promise<unknown>;
 }
 
 /** What a reconcile tells its caller besides the outcome (for the observer). */
 interface RunNote {
   /** Lag of the status written, ms (only when one was written after a sync). */
   lagMs?: number;
+}
+
+/** The status line of a held mass deletion: how much would go, within which window, and what releases it. */
+function heldNote(taskId: string, held: HeldDeletion, settings: { confirmMs: number; windowMs: number }): string {
+  const share = heldShare(held);
+  const peak = held.peak ?? held.copies;
+  const what =
+    peak > held.copies
+      ? `${held.removes} of ${held.copies} copies would be removed, ${heldDrop(held)} of ${peak} within ${Math.round(settings.windowMs / 1000)} s (${share}%)`
+      : `${held.removes} of ${held.copies} copies (${share}%) would be removed`;
+  return (
+    `holding a mass deletion: ${what}; ` +
+    (held.confirm === 'read' ? `applied if a read ${settings.confirmMs} ms later still plans it, or ` : '') +
+    `released by POST /api/v1/tasks/${taskId}/release`
+  );
 }
 
 /** `1 copy`, `2 copies`. */

@@ -12,7 +12,7 @@ import {
   type ServiceKey,
   type TaskSpec,
 } from '../model/types.js';
-import type { ReconcileJobData } from '../queue/shard-queue.js';
+import type { ReconcileReason } from '../model/reconcile-reason.js';
 import { ANY, mapService, mappingClashes, serviceFilter } from '../model/task-rules.js';
 import type { AdapterPool } from './adapter-pool.js';
 import type { TaskControl } from './control.js';
@@ -21,11 +21,24 @@ import type { LiveSets } from './live-sets.js';
 import type { SourceAddresses } from './source-addresses.js';
 import type { EngineStore, Reconciler } from './reconciler.js';
 
+/**
+ * Since when the service syncs of `*` tasks have been missing from their source's list, kept where
+ * every worker sees the same (Redis: `MissingServices` in the store).
+ */
+export interface MissingServiceMarks {
+  /** Records a listing: clears the marks of `present` keys, marks `absent` ones; answers each absent one's mark (ms). */
+  note(taskId: string, present: ReadonlySet<string>, absent: readonly string[], now: number): Promise<Map<string, number>>;
+  /** Since when a service sync has been missing (ms), or undefined when it is listed. */
+  since(taskId: string, key: string): Promise<number | undefined>;
+  /** Forgets every mark of a task. */
+  clear(taskId: string): Promise<void>;
+}
+
 /** Where reconcile requests go (the shard queue). */
 export interface ReconcileSink {
-  enqueue(key: string, reason: ReconcileJobData['reason'], delayMs?: number): Promise<void>;
+  enqueue(key: string, reason: ReconcileReason, delayMs?: number): Promise<void>;
   /** Many keys at once (batched where the queue can); the engine falls back to `enqueue` per key. */
-  enqueueMany?(keys: readonly string[], reason: ReconcileJobData['reason']): Promise<void>;
+  enqueueMany?(keys: readonly string[], reason: ReconcileReason): Promise<void>;
 }
 
 interface ServiceSync {
@@ -41,9 +54,7 @@ interface ActiveTask {
   timer: NodeJS.Timeout;
   /** For `*` tasks on registries that can tell: stops the watch of the service list. */
   unwatchServices?: Unsubscribe;
-  /** `*` tasks: service syncs whose service the source stopped listing, and since when (ms). */
-  missing: Map<string, number>;
-  /** The pending re-list that confirms or clears {@link missing}. */
+  /** The pending re-list that confirms or clears the marks of missing services. */
   recheck?: NodeJS.Timeout | undefined;
   /** What the last expansion could not do (services over the limit, clashing names); shown as the task's error. */
   problem: string | null;
@@ -74,6 +85,8 @@ export interface SyncEngineOptions {
   liveSets?: LiveSets;
   /** Which addresses each service sync read from its source (the reconciler records them). */
   sourceAddresses?: SourceAddresses;
+  /** Since when `*` tasks' services have been missing from their source (shared by every worker). */
+  missing: MissingServiceMarks;
   /**
    * A service a `*` task's source stops listing is dropped only when a list this much later still
    * misses it (a source glitch must not remove copies). Default 3000 ms.
@@ -166,9 +179,16 @@ export class SyncEngine implements TaskControl {
     }
   }
 
-  /** Whether service sync `key` belongs to its running task (false once a `*` task's source stopped listing its service). */
-  stillListed(key: string): boolean {
-    return this.active.get(parseServiceSyncKey(key).taskId)?.services.has(key) ?? false;
+  /**
+   * Whether service sync `key` belongs to its running task: false once the source's list has
+   * missed its service for `confirmMs` (by the marks every worker shares, whatever this process
+   * listed; only tasks whose services come from a list have marks), or when the task does not run here.
+   */
+  async stillListed(key: string): Promise<boolean> {
+    const { taskId } = parseServiceSyncKey(key);
+    if (!this.active.has(taskId)) return false;
+    const since = await this.opts.missing.since(taskId, key);
+    return since === undefined || Date.now() - since < this.confirmMs();
   }
 
   /** The task, when it runs here (the reconciler reads it from here rather than from the store). */
@@ -180,12 +200,7 @@ export class SyncEngine implements TaskControl {
   async start(): Promise<void> {
     this.opts.heartbeats.start();
     const tasks = await this.opts.store.listTasks();
-    for (const task of tasks) {
-      for (const status of await this.opts.store.listServiceStatus(task.id)) {
-        this.opts.reconciler.rememberSourceCount(serviceSyncKey({ taskId: task.id, service: status.service }), status.sourceInstances);
-      }
-      if (task.state === 'running') await this.activate(task);
-    }
+    for (const task of tasks) if (task.state === 'running') await this.activate(task);
     this.log.info({ tasks: tasks.length, running: this.active.size }, 'engine started');
   }
 
@@ -226,6 +241,7 @@ export class SyncEngine implements TaskControl {
       await this.opts.store.deleteServiceStatus(taskId, service);
       await this.opts.liveSets?.remove(key, this.shardOf(key));
     }
+    await this.opts.missing.clear(taskId);
     this.opts.reconciler.forget(taskKeyPrefix(taskId));
     this.log.info({ task: taskId, removed }, 'task removed with its copies');
   }
@@ -257,7 +273,6 @@ export class SyncEngine implements TaskControl {
       task,
       services: new Map(),
       timer: setInterval(() => void this.fullSync(active).catch((err: unknown) => this.log.warn({ err, task: task.id }, 'full sync failed')), interval),
-      missing: new Map(),
       problem: null,
     };
     active.timer.unref();
@@ -354,46 +369,55 @@ export class SyncEngine implements TaskControl {
         sync = { service, shard: this.shardOf(key), unwatch: undefined };
         active.services.set(key, sync);
       }
-      active.missing.delete(key);
       if (sync.unwatch || !this.leads(sync.shard)) continue;
       this.watchService(source, active, key, sync);
       added.push(key);
     }
     if (over > 0) problems.push(`${over} service(s) not synced: the task is at its maxServices (${maxServices})`);
     active.problem = problems.length > 0 ? problems.join('; ') : null;
-    if (wildcard) this.dropMissing(active, present);
+    if (wildcard) await this.dropMissing(active, present);
     return added;
   }
 
-  /** Forgets the service syncs whose service has been missing from the source's list for `confirmMs`; their reconcile removes the copies. */
-  private dropMissing(active: ActiveTask, present: ReadonlySet<string>): void {
+  /**
+   * Forgets the service syncs whose service has been missing from the source's list for
+   * `confirmMs` (since the first list that missed it, by any worker: the marks are shared); their
+   * reconcile removes the copies. Lists again once the earliest unconfirmed mark is due.
+   */
+  private async dropMissing(active: ActiveTask, present: ReadonlySet<string>): Promise<void> {
+    const absent = [...active.services.keys()].filter((key) => !present.has(key));
     const now = Date.now();
-    const confirmMs = this.opts.confirmMs ?? 3000;
+    const marks = await this.opts.missing.note(active.task.id, present, absent, now);
+    if (this.active.get(active.task.id) !== active) return;
+    const confirmMs = this.confirmMs();
     const gone: string[] = [];
-    let recheck = false;
-    for (const [key, sync] of active.services) {
-      if (present.has(key)) continue;
-      const since = active.missing.get(key);
-      if (since === undefined) active.missing.set(key, now);
-      if (since === undefined || now - since < confirmMs) {
-        recheck = true;
+    let due: number | undefined;
+    for (const key of absent) {
+      const sync = active.services.get(key);
+      if (!sync) continue;
+      const age = now - (marks.get(key) ?? now);
+      if (age < confirmMs) {
+        due = Math.min(due ?? confirmMs, confirmMs - age);
         continue;
       }
       sync.unwatch?.();
       active.services.delete(key);
-      active.missing.delete(key);
       if (this.leads(sync.shard)) gone.push(key);
     }
-    if (recheck && active.recheck === undefined) {
+    if (due !== undefined && active.recheck === undefined) {
       active.recheck = setTimeout(() => {
         active.recheck = undefined;
         this.refreshServices(active);
-      }, confirmMs);
+      }, due + 10);
       active.recheck.unref();
     }
     if (gone.length === 0) return;
     this.log.info({ task: active.task.id, services: gone.length }, 'services gone from the source; removing their copies');
     void this.enqueueAll(gone, 'change').catch((err: unknown) => this.log.warn({ err, task: active.task.id }, 'cannot queue the removal of copies; the next full sync does it'));
+  }
+
+  private confirmMs(): number {
+    return this.opts.confirmMs ?? 3000;
   }
 
   /** Lists a `*` task's services again (the source's list changed, or a missing service is due for a recheck). */
@@ -421,7 +445,7 @@ export class SyncEngine implements TaskControl {
     await this.enqueueAll(this.ledKeys(active).filter((k) => !fresh.has(k)), 'full');
   }
 
-  private async enqueueAll(keys: readonly string[], reason: ReconcileJobData['reason']): Promise<void> {
+  private async enqueueAll(keys: readonly string[], reason: ReconcileReason): Promise<void> {
     if (keys.length === 0) return;
     const { queue } = this.opts;
     if (queue.enqueueMany) await queue.enqueueMany(keys, reason);

@@ -49,9 +49,9 @@ export interface RegistryAdapter {
    */
   watch(service: ServiceKey, onChange: (event?: WatchEvent) => void, options?: WatchOptions): Unsubscribe;
   /**
-   * Writes a plan; rejects after trying every write when any failed. An error carrying
-   * `retryable: false` means retrying the same plan cannot succeed (the engine then waits for the
-   * next full sync instead of retrying at once).
+   * Writes a plan; rejects after trying every write when any failed. A `WriteRefusedError`
+   * means retrying the same plan cannot succeed (the engine then waits for the next full sync
+   * instead of retrying at once).
    */
   apply(service: ServiceKey, plan: ApplyPlan): Promise<void>;
   /**

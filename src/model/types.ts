@@ -56,6 +56,11 @@ export interface TaskOptions {
   /** The guard applies to services with more than this many copies (default 4). */
   massDeletionMinCopies?: number | undefined;
   /**
+   * How far back the mass-deletion guard looks, ms (default 60 s): removals are judged against the
+   * most copies the service had within it, so that a burst of single removals counts as one drop.
+   */
+  massDeletionWindowMs?: number | undefined;
+  /**
    * What confirms a held mass deletion: `read` (default), a read `confirm` later that still sees
    * the drop, or `operator`, only `POST /api/v1/tasks/:id/release`.
    */
@@ -87,6 +92,11 @@ export interface HeldDeletion {
   since: string;
   /** What releases it: a read `confirmMs` after `since` that agrees, or only an operator. */
   confirm: 'read' | 'operator';
+  /**
+   * The most copies the service had within the guard's window, when more than `copies` (earlier
+   * removals within the window count towards the drop); absent: `copies`.
+   */
+  peak?: number | undefined;
 }
 
 export const DEFAULT_MAX_SERVICES = 50_000;
@@ -94,6 +104,7 @@ export const DEFAULT_MAX_INSTANCES = 10_000;
 export const DEFAULT_EXCLUDE = ['consumers:*'] as const;
 export const DEFAULT_MASS_DELETION_PERCENT = 50;
 export const DEFAULT_MASS_DELETION_MIN_COPIES = 4;
+export const DEFAULT_MASS_DELETION_WINDOW_MS = 60_000;
 
 export const DEFAULT_FULL_SYNC_MS = 30_000;
 

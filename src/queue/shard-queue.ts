@@ -1,5 +1,6 @@
 import { Queue, Worker, type ConnectionOptions, type Job, type JobsOptions } from 'bullmq';
 import type { Logger } from 'pino';
+import type { ReconcileReason } from '../model/reconcile-reason.js';
 import { within } from '../util/within.js';
 
 /** What a reconcile job carries: only the service sync key, never instance data. */
@@ -7,7 +8,7 @@ export interface ReconcileJobData {
   key: string;
   /** When the oldest change this job stands for was seen (ms); lag is measured from it. */
   since: number;
-  reason: 'change' | 'full' | 'confirm' | 'start';
+  reason: ReconcileReason;
 }
 
 export const RECONCILE_JOB = 'reconcile';
@@ -57,7 +58,7 @@ export class ShardQueue {
    * priority); a change merged into a background job still waiting moves that job to the front, so
    * that a change never waits behind thousands of full-sync jobs.
    */
-  async enqueue(key: string, reason: ReconcileJobData['reason'], delayMs?: number): Promise<void> {
+  async enqueue(key: string, reason: ReconcileReason, delayMs?: number): Promise<void> {
     const delay = delayMs ?? (reason === 'change' ? this.changeDelayMs : 0);
     const job = await this.queue.add(RECONCILE_JOB, { key, since: Date.now(), reason }, jobOptions(key, delay, reason));
     if (job.id === undefined) return;
@@ -76,7 +77,7 @@ export class ShardQueue {
    * Asks for a reconcile of every key, in pipelined batches (`addBulk`: one round trip per batch,
    * each job added by the same script as {@link enqueue}, with the same de-duplication).
    */
-  async enqueueMany(keys: readonly string[], reason: ReconcileJobData['reason']): Promise<void> {
+  async enqueueMany(keys: readonly string[], reason: ReconcileReason): Promise<void> {
     const delay = reason === 'change' ? this.changeDelayMs : 0;
     const since = Date.now();
     // Small batches, one after the other: building a batch holds the event loop (about 70 us a
@@ -111,11 +112,11 @@ export const BULK_SIZE = 100;
 /** BullMQ priority of full-sync and start jobs (jobs without a priority, changes, run first). */
 const BACKGROUND_PRIORITY = 10;
 
-function isBackground(reason: ReconcileJobData['reason']): boolean {
+function isBackground(reason: ReconcileReason): boolean {
   return reason === 'full' || reason === 'start';
 }
 
-function jobOptions(key: string, delay: number, reason: ReconcileJobData['reason']): JobsOptions {
+function jobOptions(key: string, delay: number, reason: ReconcileReason): JobsOptions {
   return {
     deduplication: { id: key, keepLastIfActive: true },
     ...(delay > 0 ? { delay } : {}),
@@ -189,7 +190,7 @@ export class ShardQueues {
     return queue;
   }
 
-  enqueue(key: string, reason: ReconcileJobData['reason'], delayMs?: number): Promise<void> {
+  enqueue(key: string, reason: ReconcileReason, delayMs?: number): Promise<void> {
     return this.queue(this.shardOf(key)).enqueue(key, reason, delayMs);
   }
 
@@ -197,7 +198,7 @@ export class ShardQueues {
    * Every key to its shard's queue, {@link BULK_SIZE} keys at a time in the given order (each
    * slice split by shard), so that the first keys are queued first whatever their shard.
    */
-  async enqueueMany(keys: readonly string[], reason: ReconcileJobData['reason']): Promise<void> {
+  async enqueueMany(keys: readonly string[], reason: ReconcileReason): Promise<void> {
     for (let i = 0; i < keys.length; i += BULK_SIZE) {
       const byShard = new Map<number, string[]>();
       for (const key of keys.slice(i, i + BULK_SIZE)) {

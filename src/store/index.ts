@@ -1,3 +1,4 @@
 export { RegsyncStore, type TaskSelector } from './regsync-store.js';
-export type { ServiceStatus } from './service-status.js';
+export { MissingServices } from './missing-services.js';
+export type { ServiceStatus } from '../model/service-status.js';
 export { StoreError, type StoreErrorCode } from './store-error.js';

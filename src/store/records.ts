@@ -1,5 +1,5 @@
 import { CLUSTER_KINDS, type ClusterSpec, type TaskSpec } from '../model/index.js';
-import type { ServiceStatus } from './service-status.js';
+import type { ServiceStatus } from '../model/service-status.js';
 import { StoreError } from './store-error.js';
 
 /**
@@ -78,6 +78,7 @@ export function isServiceStatus(v: unknown): v is ServiceStatus {
     isNullableNumber(v.lagMs) &&
     isNullableString(v.lastError) &&
     (v.sourceDigest === undefined || typeof v.sourceDigest === 'string') &&
+    (v.problems === undefined || (Array.isArray(v.problems) && v.problems.every((p) => isObject(p) && typeof p.code === 'string' && typeof p.message === 'string'))) &&
     (v.held === undefined || v.held === null || (isObject(v.held) && typeof v.held.removes === 'number' && typeof v.held.since === 'string'))
   );
 }

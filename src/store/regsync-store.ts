@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
-import { compareServiceKeys, type ClusterSpec, type ServiceKey, type TaskOptions, type TaskSpec, type TaskState } from '../model/index.js';
+import { compareServiceKeys, type ClusterSpec, type HeldDeletion, type ServiceKey, type TaskOptions, type TaskSpec, type TaskState } from '../model/index.js';
 import { compareStrings, isClusterSpec, isServiceStatus, isTaskSpec, parseRecord } from './records.js';
 import { DELETE_TASK, PUT_STATUS_IF_TASK, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
-import type { ServiceStatus } from './service-status.js';
+import type { GuardState, ServiceStatus } from '../model/service-status.js';
 import { StoreError } from './store-error.js';
 import { evalScript } from '../util/redis-script.js';
 
@@ -409,6 +409,7 @@ const TASK_OPTION_KEYS = Object.keys({
   maxInstances: true,
   massDeletionPercent: true,
   massDeletionMinCopies: true,
+  massDeletionWindowMs: true,
   massDeletionConfirm: true,
 } satisfies Record<keyof TaskOptions, true>) as Array<keyof TaskOptions>;
 
@@ -420,8 +421,21 @@ function storedStatus(status: ServiceStatus): ServiceStatus {
     lastSyncAt: status.lastSyncAt,
     lagMs: status.lagMs,
     lastError: status.lastError,
+    ...(status.problems !== undefined ? { problems: status.problems.map((p) => ({ code: p.code, side: p.side, cluster: p.cluster, message: p.message })) } : {}),
     ...(status.sourceDigest !== undefined ? { sourceDigest: status.sourceDigest } : {}),
-    ...(status.held ? { held: { removes: status.held.removes, copies: status.held.copies, since: status.held.since, confirm: status.held.confirm } } : {}),
+    ...(status.held ? { held: storedHeld(status.held) } : {}),
+    ...(status.guard ? { guard: storedGuard(status.guard) } : {}),
+  };
+}
+
+function storedHeld(held: HeldDeletion): HeldDeletion {
+  return { removes: held.removes, copies: held.copies, since: held.since, confirm: held.confirm, ...(held.peak !== undefined ? { peak: held.peak } : {}) };
+}
+
+function storedGuard(guard: GuardState): GuardState {
+  return {
+    ...(guard.emptySince !== undefined ? { emptySince: guard.emptySince } : {}),
+    ...(guard.copies !== undefined && guard.copies.length > 0 ? { copies: guard.copies.map(([at, n]): [number, number] => [at, n]) } : {}),
   };
 }
 

@@ -96,6 +96,27 @@ describe('mapping rules and guards', () => {
     expect((await held()).held).toBeNull();
   });
 
+  it('holds a burst of five single deregistrations of a six-copy service, each read on its own', async () => {
+    const ips = Array.from({ length: 6 }, (_, i) => `10.43.0.${i + 1}`);
+    for (const ip of ips) a.store.register('public', 'DEFAULT_GROUP', 'burst', persistent(ip));
+    await defineTask(url, 'burst', 'a', 'b', 'burst', { options: { massDeletionConfirm: 'operator' } });
+    await waitUntil(() => ipsOf(b, 'public', 'DEFAULT_GROUP', 'burst').length === 6, { message: '6 copies' });
+
+    // An outage deregisters over seconds: five requests, one instance each, each met by its own reconcile.
+    const service = async () => (await api(url, 'GET', '/api/v1/tasks/burst')).body.status.services[0];
+    for (const [i, ip] of ips.slice(1).entries()) {
+      a.store.deregister('public', 'DEFAULT_GROUP', 'burst', ip, 8080, 'DEFAULT');
+      await waitUntil(async () => (await service()).sourceInstances === 5 - i, { message: `read with ${5 - i} left` });
+    }
+    // Half of the six may go (three), judged over the guard's window; the other two removals are held.
+    expect(ipsOf(b, 'public', 'DEFAULT_GROUP', 'burst')).toEqual(['10.43.0.1', '10.43.0.5', '10.43.0.6']);
+    expect((await service()).held).toMatchObject({ removes: 2, copies: 3, peak: 6, confirm: 'operator' });
+
+    expect((await api(url, 'POST', '/api/v1/tasks/burst/release', {})).status).toBe(202);
+    await waitUntil(() => ipsOf(b, 'public', 'DEFAULT_GROUP', 'burst').length === 1, { message: 'the rest removed after the release' });
+    expect(ipsOf(b, 'public', 'DEFAULT_GROUP', 'burst')).toEqual(['10.43.0.1']);
+  });
+
   it('applies a held drop once a later read confirms it (the default)', async () => {
     const ips = Array.from({ length: 6 }, (_, i) => `10.42.0.${i + 1}`);
     for (const ip of ips) a.store.register('public', 'DEFAULT_GROUP', 'confirmed', persistent(ip));

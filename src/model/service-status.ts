@@ -1,0 +1,110 @@
+import type { HeldDeletion, ServiceKey } from './types.js';
+
+/**
+ * What stopped or limited the last reconcile of a service, by cause. Stable strings: the dashboard
+ * and the cluster reachability view read these, never the message text.
+ * - `cluster_unavailable`: the cluster is unknown, of a kind this build lacks, or its adapter
+ *   cannot be built from its settings;
+ * - `source_unreadable`, `destination_unreadable`, `destination_unwritable`: a registry call failed;
+ * - `write_refused`: the destination refuses the write for good (an object regsync does not own is
+ *   in the way); retried at the next full sync, not at once;
+ * - `over_instance_limit`: the source lists more instances than the task's `maxInstances`;
+ * - `empty_source_held`: the source suddenly lists nothing; the copies are kept until confirmed;
+ * - `mass_deletion_held`: too many copies would go within the guard's window (see `held`);
+ * - `address_conflict`: some copies were not written: their address belongs to another owner;
+ * - `source_skipped`: the source had entries it could not read as instances (each named).
+ */
+export type ProblemCode =
+  | 'cluster_unavailable'
+  | 'source_unreadable'
+  | 'destination_unreadable'
+  | 'destination_unwritable'
+  | 'write_refused'
+  | 'over_instance_limit'
+  | 'empty_source_held'
+  | 'mass_deletion_held'
+  | 'address_conflict'
+  | 'source_skipped';
+
+/** Every {@link ProblemCode}, for schemas and documentation. */
+export const PROBLEM_CODES: readonly ProblemCode[] = [
+  'cluster_unavailable',
+  'source_unreadable',
+  'destination_unreadable',
+  'destination_unwritable',
+  'write_refused',
+  'over_instance_limit',
+  'empty_source_held',
+  'mass_deletion_held',
+  'address_conflict',
+  'source_skipped',
+];
+
+/** One problem of a service sync: its cause, which side and cluster it concerns, and a line for a human. */
+export interface Problem {
+  code: ProblemCode;
+  side: 'source' | 'destination';
+  cluster: string;
+  message: string;
+}
+
+/** Problem codes that mean a cluster could not be reached (read, written, or even connected to). */
+const UNREACHED: ReadonlySet<ProblemCode> = new Set(['cluster_unavailable', 'source_unreadable', 'destination_unreadable', 'destination_unwritable']);
+
+/** Whether a problem says that its cluster could not be reached. */
+export function isUnreached(problem: Problem): boolean {
+  return UNREACHED.has(problem.code);
+}
+
+/** The one-line text of a list of problems (the status' `lastError`); null when there are none. */
+export function problemsText(problems: readonly Problem[]): string | null {
+  return problems.length === 0 ? null : problems.map((p) => p.message).join('; ');
+}
+
+/**
+ * What the engine last saw of one service of a task: instance counts on both sides, when the last
+ * reconcile finished, how far behind the destination was, and what went wrong. The one status
+ * type: the engine writes it, the store keeps it, the API shows it.
+ *
+ * Deliberately left out: history. Only the latest state is kept; trends belong to metrics.
+ */
+export interface ServiceStatus {
+  service: ServiceKey;
+  /** Instances the source held at the last reconcile that read it. */
+  sourceInstances: number;
+  /** Instances of this task the destination held after the last reconcile. */
+  destinationInstances: number;
+  /** ISO-8601 time of the last successful reconcile; null before the first one. */
+  lastSyncAt: string | null;
+  /** Time from the source change to the destination write of the last reconcile; null when unknown. */
+  lagMs: number | null;
+  /** The text of {@link problems}; null once a reconcile succeeds without any. */
+  lastError: string | null;
+  /** What the last reconcile reported, by cause; absent in records written before it existed. */
+  problems?: Problem[] | undefined;
+  /**
+   * Digest of the source instances the last reconcile read (`instancesDigest`); a new shard leader
+   * compares its own first read with it to find the services that changed while nobody watched.
+   * Absent in records written before it existed.
+   */
+  sourceDigest?: string | undefined;
+  /** A mass deletion held back until confirmed; null or absent: none. */
+  held?: HeldDeletion | null | undefined;
+  /** What the guards remember between reads; absent when there is nothing to remember. */
+  guard?: GuardState | undefined;
+}
+
+/**
+ * What the reconcile's guards remember of a service between reads, kept in the service's status
+ * in Redis so that whichever replica reads next decides the same (see `src/engine/guards.ts`).
+ */
+export interface GuardState {
+  /** When a read first found the source empty after it had listed instances (ms since the epoch). */
+  emptySince?: number | undefined;
+  /**
+   * Copy counts met by reconciles within the mass-deletion window, oldest first, as `[ms, copies]`
+   * pairs with decreasing counts (a sliding maximum: the first entry is the most copies within
+   * the window). Empty or absent: no removal within the window.
+   */
+  copies?: Array<[number, number]> | undefined;
+}
