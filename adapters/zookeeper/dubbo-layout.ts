@@ -11,7 +11,8 @@ const PROVIDERS = 'providers';
 /**
  * Dubbo's registry layout: provider URLs as node names under `/{root}/{interface}/providers/`.
  * Service names are `providers:{interface}:{version}:{group}` (one version and group) or a bare
- * interface name (all of them); see {@link parseDubboServiceName}. Nodes are written EPHEMERAL with
+ * interface name (all of them), which a task expands into the first form for every version and
+ * group found; see {@link parseDubboServiceName}. Nodes are written EPHEMERAL with
  * empty data; the node name is the whole provider.
  */
 export class DubboLayout implements ZooKeeperLayout {
@@ -75,6 +76,44 @@ export class DubboLayout implements ZooKeeperLayout {
       unwatchRoot();
       for (const entry of perInterface.values()) entry.unwatch();
       perInterface.clear();
+    };
+  }
+
+  /**
+   * A bare interface covers `providers:{interface}:{version}:{group}` for every version and group
+   * its providers have (none when it has no provider), as `*` names them; any other name covers
+   * itself, read without a request (a name that does not fit is refused by the reads).
+   */
+  async expandServiceName(name: string): Promise<string[]> {
+    const selector = bareInterface(name);
+    return selector === undefined ? [name] : this.serviceNamesIn(encodeNodeName(selector));
+  }
+
+  /**
+   * For a bare interface: watches its providers directory and calls `onChange` when the versions
+   * and groups found there change, and once when the watch stands (the engine expanded the name
+   * before it watched). Other names never change what they cover.
+   */
+  watchExpansion(name: string, onChange: () => void): Unsubscribe {
+    const iface = bareInterface(name);
+    if (iface === undefined) return () => {};
+    const child = encodeNodeName(iface);
+    const changed = coalesce(onChange);
+    let names: string | undefined;
+    let active = true;
+    const refresh = async (): Promise<void> => {
+      const now = (await this.serviceNamesIn(child)).join('\n');
+      if (!active || now === names) return;
+      names = now;
+      changed.trigger();
+    };
+    const quiet = (err: unknown) => this.ctx.log.debug({ err, service: name }, 'dubbo interface refresh failed; the next event or reconnection retries');
+    const unwatch = this.ctx.watches.watch(this.directoryOfInterface(iface), () => void refresh().catch(quiet));
+    void refresh().catch(quiet);
+    return () => {
+      active = false;
+      changed.cancel();
+      unwatch();
     };
   }
 
@@ -146,5 +185,15 @@ export class DubboLayout implements ZooKeeperLayout {
       }
     }
     return [...names].sort();
+  }
+}
+
+/** The interface a bare interface name (no `providers:`) names; undefined for any other name, valid or not. */
+function bareInterface(name: string): string | undefined {
+  try {
+    const selector = parseDubboServiceName(name);
+    return selector.version === undefined && selector.group === undefined ? selector.interface : undefined;
+  } catch {
+    return undefined;
   }
 }

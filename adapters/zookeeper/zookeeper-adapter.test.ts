@@ -390,6 +390,56 @@ describe('ZooKeeperAdapter, Dubbo specifics', () => {
     expect((await adapter.listInstances(key('com.acme.Echo'))).map((i) => i.ip).sort()).toEqual(['10.2.0.1', '10.2.0.2', '10.2.0.3', '10.2.0.4']);
   });
 
+  it('expands a bare interface into one service per version and group, named as Dubbo consumers look them up', async () => {
+    const scoped = { namespace: 'dev', group: 'G', name: 'com.acme.Echo' };
+    expect(await adapter.expandService(scoped)).toEqual(
+      ['providers:com.acme.Echo::', 'providers:com.acme.Echo:1.0.0:', 'providers:com.acme.Echo:1.0.0:blue', 'providers:com.acme.Echo:2.0.0:'].sort().map((name) => ({
+        namespace: 'dev',
+        group: 'G',
+        name,
+      })),
+    );
+    // Each expanded service reads the providers of its version and group only.
+    expect((await adapter.listInstances(key('providers:com.acme.Echo:2.0.0:'))).map((i) => i.ip)).toEqual(['10.2.0.3']);
+    // Any other name stands for itself, short nacos-sync forms and names the reads refuse included.
+    for (const name of ['providers:com.acme.Echo:1.0.0', 'providers:com.acme.Echo', 'providers:com.acme.Echo::', 'consumers:com.acme.Echo']) {
+      expect(await adapter.expandService(key(name))).toEqual([key(name)]);
+    }
+    expect(await adapter.expandService(key('com.acme.Nobody'))).toEqual([]);
+  });
+
+  it('calls an expansion watch when a version or group appears or vanishes, not for another provider of one it has', async () => {
+    const growUrl = (ip: string, query: string) =>
+      `${root}/com.acme.Grow/providers/${encodeNodeName(`dubbo://${ip}:20880/com.acme.Grow?interface=com.acme.Grow&${query}`)}`;
+    const bare = key('com.acme.Grow');
+    // Each call records what the expansion answers right then.
+    const looks: string[][] = [];
+    const unwatch = adapter.watchExpansion(bare, () => void adapter.expandService(bare).then((s) => looks.push(s.map((k) => k.name))));
+    // One call once the watch stands: the engine expanded before it watched.
+    await waitUntil(() => looks.length === 1, { message: 'first look' });
+    expect(looks[0]).toEqual([]);
+    await createNode(client, growUrl('10.2.3.1', 'version=1.0.0'), Buffer.alloc(0));
+    await waitUntil(() => looks.length === 2, { message: 'a first version appears' });
+    expect(looks[1]).toEqual(['providers:com.acme.Grow:1.0.0:']);
+    let instanceCalls = 0;
+    const unwatchService = adapter.watch(key('providers:com.acme.Grow:1.0.0:'), () => (instanceCalls += 1));
+    await createNode(client, growUrl('10.2.3.2', 'version=1.0.0'), Buffer.alloc(0));
+    await waitUntil(() => instanceCalls >= 1, { message: 'instance watch on a second provider of 1.0.0' });
+    await createNode(client, growUrl('10.2.3.3', 'version=1.0.0&group=blue'), Buffer.alloc(0));
+    await waitUntil(() => looks.length >= 3, { message: 'a group appears' });
+    await removeNode(client, growUrl('10.2.3.1', 'version=1.0.0'));
+    await removeNode(client, growUrl('10.2.3.2', 'version=1.0.0'));
+    await waitUntil(() => looks.length >= 4, { message: 'a version vanishes' });
+    // A call for the second provider of 1.0.0 would have looked too, and seen the same list again.
+    expect(looks.slice(2)).toEqual([['providers:com.acme.Grow:1.0.0:', 'providers:com.acme.Grow:1.0.0:blue'], ['providers:com.acme.Grow:1.0.0:blue']]);
+    unwatchService();
+    unwatch();
+    // Other names never change what they cover.
+    let explicitCalls = 0;
+    adapter.watchExpansion(key('providers:com.acme.Grow:1.0.0:'), () => (explicitCalls += 1))();
+    expect(explicitCalls).toBe(0);
+  });
+
   it('writes the instances it can and rejects with the reason for the others', async () => {
     const good = instance({ ip: '10.2.1.1', port: 20880, metadata: { protocol: 'dubbo', interface: 'com.acme.Echo', ...marks() } });
     const noProtocol = instance({ ip: '10.2.1.2', port: 20880, metadata: { interface: 'com.acme.Echo', ...marks() } });

@@ -158,6 +158,23 @@ export class ZooKeeperAdapter implements RegistryAdapter {
     return this.layout.watchServiceNames(onChange);
   }
 
+  /**
+   * The services a task naming `service` syncs. Dubbo: a bare interface stands for one
+   * `providers:{interface}:{version}:{group}` per combination its providers have (what Dubbo
+   * consumers and nacos-sync look up in Nacos), in the service's namespace and group; any other
+   * name, and every Curator name, for itself.
+   */
+  async expandService(service: ServiceKey): Promise<ServiceKey[]> {
+    const names = this.layout.expandServiceName ? await this.layout.expandServiceName(service.name) : [service.name];
+    return names.map((name) => ({ namespace: service.namespace, group: service.group, name }));
+  }
+
+  /** Calls `onChange` when {@link expandService} may answer differently: for a bare Dubbo interface, when a version or group appears or vanishes. */
+  watchExpansion(service: ServiceKey, onChange: () => void): Unsubscribe {
+    if (this.closing || !this.layout.watchExpansion) return () => {};
+    return this.layout.watchExpansion(service.name, onChange);
+  }
+
   /** Every instance of the service; rejects on any failure. Malformed nodes are skipped and kept for {@link readIssues}. */
   async listInstances(service: ServiceKey): Promise<Instance[]> {
     const { nodes, issues } = await this.layout.read(service);

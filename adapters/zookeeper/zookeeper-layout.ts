@@ -49,6 +49,13 @@ export interface ZooKeeperLayout {
   listServiceNames(): Promise<string[]>;
   /** Calls `onChange` when the list of service names may have changed. */
   watchServiceNames(onChange: () => void): Unsubscribe;
+  /**
+   * The service names a task naming `name` covers, where one name stands for several (Dubbo: a bare
+   * interface, one name per version and group found). Absent: `name` alone.
+   */
+  expandServiceName?(name: string): Promise<string[]>;
+  /** Calls `onChange` when {@link expandServiceName} of `name` may answer differently. */
+  watchExpansion?(name: string, onChange: () => void): Unsubscribe;
   /** The service's instance nodes. */
   read(service: ServiceKey): Promise<ReadResult>;
   /** The node that holds `instance` in `service`; throws `ZooKeeperInstanceError` when it cannot be written. */

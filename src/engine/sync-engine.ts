@@ -327,7 +327,8 @@ export class SyncEngine implements TaskControl {
   }
 
   /**
-   * Makes the known services match the task (one service, or every service for `*` that its
+   * Makes the known services match the task (one service, or those its name stands for in the
+   * source (`RegistryAdapter.expandService`), or every service for `*` that its
    * include and exclude patterns let through, in every group and namespace for `*` there) and
    * watches those in led shards; answers the keys that started being watched. Services beyond
    * `maxServices`, and services whose mapped name another one already takes, are left out and named
@@ -340,12 +341,21 @@ export class SyncEngine implements TaskControl {
     const scope = { namespace: task.namespace, group: task.group };
     const wildcard = task.service === ANY;
     const keep = serviceFilter(task.options);
-    const listed = wildcard ? (await source.listServices(scope)).filter((s) => keep(s.name)).sort(compareServiceKeys) : [{ ...scope, name: task.service }];
+    const named = { ...scope, name: task.service };
+    // A name standing for several services (a bare Dubbo interface) is synced like a `*` task
+    // restricted to them; a task renaming its service copies that one service.
+    const fansOut = !wildcard && source.expandService !== undefined && !Object.hasOwn(task.options.mapping?.rename ?? {}, task.service);
+    const listed = wildcard
+      ? (await source.listServices(scope)).filter((s) => keep(s.name)).sort(compareServiceKeys)
+      : fansOut
+        ? ((await source.expandService?.(named)) ?? []).sort(compareServiceKeys)
+        : [named];
     if (this.active.get(task.id) !== active) return [];
     if (wildcard && !active.unwatchServices && source.watchServices) {
       // Services appearing in the source are picked up at once, not at the next full sync.
       active.unwatchServices = source.watchServices(scope, () => this.refreshServices(active));
     }
+    if (fansOut && !active.unwatchServices && source.watchExpansion) active.unwatchServices = source.watchExpansion(named, () => this.refreshServices(active));
     const problems: string[] = [];
     const clashing = new Set<string>();
     for (const [target, sources] of mappingClashes(listed, task.options.mapping)) {
@@ -375,7 +385,7 @@ export class SyncEngine implements TaskControl {
     }
     if (over > 0) problems.push(`${over} service(s) not synced: the task is at its maxServices (${maxServices})`);
     active.problem = problems.length > 0 ? problems.join('; ') : null;
-    if (wildcard) await this.dropMissing(active, present);
+    if (wildcard || fansOut) await this.dropMissing(active, present);
     return added;
   }
 

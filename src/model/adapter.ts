@@ -28,6 +28,18 @@ export interface RegistryAdapter {
    * Absent where the registry cannot tell; the engine then re-lists at every full sync.
    */
   watchServices?(scope: { namespace: string; group: string }, onChange: () => void): Unsubscribe;
+  /**
+   * The services a task naming `service` covers, where one name stands for several (a bare Dubbo
+   * interface on ZooKeeper: one service per version and group its providers have, named as Dubbo
+   * consumers look them up); may be empty, and grows and shrinks like a `*` task's list. Absent, or
+   * answering `[service]`: the task syncs `service` itself. Rejects rather than answer part of a list.
+   */
+  expandService?(service: ServiceKey): Promise<ServiceKey[]>;
+  /**
+   * Calls `onChange` whenever {@link expandService} of `service` may answer differently. Absent: the
+   * engine expands again at every full sync.
+   */
+  watchExpansion?(service: ServiceKey, onChange: () => void): Unsubscribe;
   /** Current instances of a service; rejects when the registry cannot be read (never "empty" on error). */
   listInstances(service: ServiceKey): Promise<Instance[]>;
   /**

@@ -16,6 +16,7 @@ import {
   type NativeInstance,
   type SyncFixture,
 } from '../support/sync-fixture.js';
+import { createSdkClient } from '../support/nacos-sdk.js';
 import { waitUntil } from '../support/wait-until.js';
 import { startZooKeeper, type ZooKeeperServer } from '../support/zookeeper.js';
 
@@ -178,12 +179,41 @@ describe('ZooKeeper <-> Nacos', () => {
       });
     });
 
-    it('a task for a bare interface gathers every version and group into one Nacos service', async () => {
-      await createNode(client, `${ECHO_DIR}/${dubboNode(echoUrl('10.60.4.1', '&group=green').replace('version=1.0.0', 'version=2.0.0'))}`, Buffer.alloc(0), CreateMode.EPHEMERAL);
-      await defineTask(url, 'zk-bare', 'zk', 'nacos', 'com.acme.Echo', { group: 'BARE' });
-      const ips = () => [...(nacos.store.getService('public', 'BARE', 'com.acme.Echo')?.instances.values() ?? [])].map((i) => i.ip).sort();
+    it('a task for a bare interface writes one Nacos service per version and group, as Dubbo consumers look them up, following new ones', async () => {
+      const dir = '/dubbo/com.acme.Fan/providers';
+      const node = (ip: string, query: string) =>
+        `${dir}/${dubboNode(`dubbo://${ip}:20880/com.acme.Fan?application=fan&interface=com.acme.Fan&methods=fan&side=provider${query}`)}`;
+      await createNode(client, node('10.60.4.1', '&version=1.0.0'), Buffer.alloc(0), CreateMode.EPHEMERAL);
+      await createNode(client, node('10.60.4.2', '&version=2.0.0&group=green'), Buffer.alloc(0), CreateMode.EPHEMERAL);
+      await defineTask(url, 'zk-bare', 'zk', 'nacos', 'com.acme.Fan');
+      // A Dubbo consumer on Nacos looks its provider up by this name, through the official SDK.
+      const sdk = await createSdkClient(nacos.endpoint);
+      const lookup = async (name: string) => (await sdk.getAllInstances(name, 'DEFAULT_GROUP', '', false)).map((h) => h.ip).sort().join();
+      try {
+        await waitUntil(async () => (await lookup('providers:com.acme.Fan:1.0.0:')) === '10.60.4.1', { message: 'version 1.0.0 under its Dubbo name' });
+        await waitUntil(async () => (await lookup('providers:com.acme.Fan:2.0.0:green')) === '10.60.4.2', { message: 'version 2.0.0 of group green under its Dubbo name' });
+        expect(nacos.store.getService('public', 'DEFAULT_GROUP', 'com.acme.Fan')).toBeUndefined();
+        // A version appearing later gets its own service, through the interface's watch.
+        await createNode(client, node('10.60.4.3', '&version=3.0.0'), Buffer.alloc(0), CreateMode.EPHEMERAL);
+        await waitUntil(async () => (await lookup('providers:com.acme.Fan:3.0.0:')) === '10.60.4.3', { message: 'a third version picked up live' });
+        // A version whose last provider goes takes its copy with it, and leaves the task.
+        await removeNode(client, node('10.60.4.1', '&version=1.0.0'));
+        await waitUntil(() => instancesIn(nacos, 'providers:com.acme.Fan:1.0.0:').length === 0, { message: 'the vanished version removed from Nacos' });
+        const names = async () =>
+          ((await api(url, 'GET', '/api/v1/tasks/zk-bare')).body.status.services as Array<{ service: string }>).map((s) => s.service.split('/').pop()).sort();
+        await waitUntil(async () => (await names()).join() === 'providers:com.acme.Fan:2.0.0:green,providers:com.acme.Fan:3.0.0:', { message: 'the task follows its versions' });
+        expect(await lookup('providers:com.acme.Fan:2.0.0:green')).toBe('10.60.4.2');
+      } finally {
+        await sdk.close();
+      }
+    });
+
+    it('a task renaming a bare interface gathers every version and group into its one Nacos service', async () => {
+      await createNode(client, `${ECHO_DIR}/${dubboNode(echoUrl('10.60.5.1', '&group=green').replace('version=1.0.0', 'version=2.0.0'))}`, Buffer.alloc(0), CreateMode.EPHEMERAL);
+      await defineTask(url, 'zk-bare-renamed', 'zk', 'nacos', 'com.acme.Echo', { group: 'BARE', options: { mapping: { rename: { 'com.acme.Echo': 'echo' } } } });
+      const ips = () => [...(nacos.store.getService('public', 'BARE', 'echo')?.instances.values() ?? [])].map((i) => i.ip).sort();
       // The Nacos-born copy (path nacos) is not sent back to Nacos.
-      await waitUntil(() => ips().join() === '10.60.0.1,10.60.0.3,10.60.4.1', { message: 'all versions and groups in one service' });
+      await waitUntil(() => ips().join() === '10.60.0.1,10.60.0.3,10.60.5.1', { message: 'all versions and groups in one service' });
     });
   });
 
