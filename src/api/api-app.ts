@@ -8,6 +8,7 @@ import { installErrorHandling, sendApiError } from './error-handler.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerMetricsRoutes } from './metrics-routes.js';
 import { registerHealthRoutes } from './health-routes.js';
+import { registerKindRoutes } from './kind-routes.js';
 import { registerNacosSyncRoutes } from './nacos-sync-routes.js';
 import { registerOpenApi } from './openapi.js';
 import { DEFAULT_RATE_LIMIT, installRateLimit } from './rate-limit.js';
@@ -56,6 +57,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<FastifyInstance> {
   registerHealthRoutes(app, ctx);
   registerAuthRoutes(app, tokens);
   registerClusterRoutes(app, ctx);
+  registerKindRoutes(app);
   registerTaskRoutes(app, ctx);
   registerNacosSyncRoutes(app, ctx);
   if (deps.deployment) registerShardRoutes(app, deps.deployment);

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ClusterKind, ClusterSpec } from '../model/index.js';
+import type { ClusterSpec } from '../model/index.js';
 import type { RouteContext } from './api-deps.js';
 import { ApiError } from './api-error.js';
 import { notifyEngine } from './notify.js';
@@ -16,7 +16,7 @@ import { clusterView } from './views.js';
 /** A cluster body as the schemas let it through. */
 interface ClusterBody {
   id?: string;
-  kind: ClusterKind;
+  kind: string;
   endpoints: string[];
   namespace?: string;
   username?: string;
