@@ -1,7 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import { KINDS } from '../../adapters/kinds.js';
-import { SHARED_CLUSTER_OPTIONS } from '../model/index.js';
+import { KINDS, validateCluster } from '../../adapters/kinds.js';
+import { ClusterConfigError, SHARED_CLUSTER_OPTIONS, type ClusterSpec } from '../model/index.js';
+import { ApiError } from './api-error.js';
 import { listOf } from './schemas.js';
+
+/** Longest detail of a cluster check quoted in an answer (the parsers quote the value they refuse). */
+const MAX_DETAIL = 300;
 
 const option = {
   type: 'object',
@@ -44,4 +48,24 @@ function kindsView() {
 export function registerKindRoutes(app: FastifyInstance): void {
   const view = kindsView();
   app.get('/api/v1/kinds', { schema: { response: { 200: listOf(kindView) } } }, async () => view);
+}
+
+/**
+ * Checks a cluster about to be stored with its kind's own rules ({@link validateCluster}); throws
+ * {@link ApiError} `invalid_request` naming the field (`body.options.apiVersion: ...`). Every route
+ * that stores a cluster calls it, after its schema passed.
+ */
+export function checkClusterSpec(spec: ClusterSpec): void {
+  try {
+    validateCluster(spec);
+  } catch (err) {
+    if (!(err instanceof ClusterConfigError)) throw err;
+    throw new ApiError('invalid_request', clusterProblem('body.', err), { cause: err });
+  }
+}
+
+/** `<prefix><setting> <detail>`, the detail cut to a readable length. */
+export function clusterProblem(prefix: string, err: ClusterConfigError): string {
+  const detail = err.detail.length > MAX_DETAIL ? `${err.detail.slice(0, MAX_DETAIL)}…` : err.detail;
+  return `${prefix}${err.setting}: ${detail}`;
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { KINDS, kindNamed } from '../../adapters/kinds.js';
-import { DEFAULT_GROUP, NACOS_SYNC_NAME_OPTION, type ClusterSpec, type TaskSpec } from '../model/index.js';
+import { KINDS, kindNamed, validateCluster } from '../../adapters/kinds.js';
+import { ClusterConfigError, DEFAULT_GROUP, NACOS_SYNC_NAME_OPTION, type ClusterSpec, type TaskSpec } from '../model/index.js';
 import { NacosSyncError, RESULT_SYSTEM_ERROR } from './nacos-sync-error.js';
 import { ENDPOINT_PATTERN, NAME_PATTERN } from './schemas.js';
 
@@ -121,7 +121,7 @@ export function clusterSpecOf(request: ClusterAddRequest): ClusterSpec {
   if (isBlank(clusterName) || isBlank(clusterType)) throw new NacosSyncError('clusterName and clusterType must not be empty');
   const kind = kindOf(clusterType);
   const namespace = isBlank(request.namespace) ? undefined : checkedName('namespace', request.namespace);
-  return {
+  const spec: ClusterSpec = {
     id: nacosSyncClusterId(clusterName, clusterType),
     kind,
     endpoints: endpointsOf(keys, kind),
@@ -131,6 +131,24 @@ export function clusterSpecOf(request: ClusterAddRequest): ClusterSpec {
     labels: {},
     options: { [NACOS_SYNC_NAME_OPTION]: clusterName },
   };
+  checkedByKind(spec);
+  return spec;
+}
+
+/** The nacos-sync fields a cluster setting comes from, for messages. */
+const REQUEST_FIELDS: Readonly<Record<string, string>> = {
+  endpoints: 'connectKeyList',
+  [`options.${NACOS_SYNC_NAME_OPTION}`]: 'clusterName',
+};
+
+/** Runs the kind's own checks (as the native API does), naming the request's field. */
+function checkedByKind(spec: ClusterSpec): void {
+  try {
+    validateCluster(spec);
+  } catch (err) {
+    if (!(err instanceof ClusterConfigError)) throw err;
+    throw new NacosSyncError(`${REQUEST_FIELDS[err.setting] ?? err.setting}: ${err.detail.slice(0, 300)}`);
+  }
 }
 
 /** The kind of a nacos-sync cluster type; nacos-sync's others and unknown types are refused, naming the supported ones. */

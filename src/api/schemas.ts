@@ -60,8 +60,8 @@ const clusterFields = {
     propertyNames: { minLength: 1, maxLength: 63 },
     additionalProperties: { type: 'string', maxLength: 253 },
   },
-  /** Kind-specific settings: free-form, only the body limit bounds them. */
-  options: { type: 'object' },
+  /** Settings of the kind: checked by the kind's own parser (`validateCluster`) once the schema passed. */
+  options: { type: 'object', maxProperties: 256 },
 } as const;
 
 /** Kinds whose clusters may have no endpoints (Kubernetes takes its API server from the kubeconfig). */
