@@ -1,0 +1,34 @@
+import type { FastifyInstance } from 'fastify';
+import { BodyDepthError } from './body-depth-error.js';
+
+/**
+ * Deepest nesting of objects and arrays a body may have. The deepest valid body (a Kubernetes
+ * cluster's `options.namespaceMap.<ns>.namespace`) has 4 levels.
+ */
+export const MAX_BODY_DEPTH = 32;
+
+/**
+ * Refuses every parsed body nested deeper than `maxDepth` before anything recursive (schema
+ * validation, option parsers, `JSON.stringify` in the store, error messages that quote values)
+ * sees it: a 30 KB body can nest 5,000 levels deep and overflow the stack of any of them. A root
+ * `preValidation` hook, so it covers every route, whoever registers it later.
+ */
+export function installBodyDepthLimit(app: FastifyInstance, maxDepth = MAX_BODY_DEPTH): void {
+  app.addHook('preValidation', async (request) => {
+    if (depthExceeds(request.body, maxDepth)) throw new BodyDepthError(maxDepth);
+  });
+}
+
+/** Whether `value` nests objects or arrays deeper than `maxDepth`; iterative, so any depth is safe to check. Exported for tests. */
+export function depthExceeds(value: unknown, maxDepth: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const stack: [object, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop() as [object, number];
+    if (depth > maxDepth) return true;
+    for (const child of Object.values(node)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
