@@ -1,10 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { createKubernetesAdapter } from '../adapters/kubernetes/index.js';
-import { createNacosAdapter } from '../adapters/nacos/index.js';
+import { KINDS } from '../adapters/kinds.js';
 import { countingRequestErrors } from './metrics/adapter-errors.js';
-import { createZooKeeperAdapter } from '../adapters/zookeeper/index.js';
 import { buildApiApp } from './api/index.js';
 import type { ApiToken } from './api/auth-tokens.js';
 import type { RateLimitSettings } from './api/rate-limit.js';
@@ -29,7 +27,6 @@ import { LiveSets } from './engine/live-sets.js';
 import { SourceAddresses } from './engine/source-addresses.js';
 import { Reconciler } from './engine/reconciler.js';
 import { SyncEngine } from './engine/sync-engine.js';
-import type { ClusterKind } from './model/types.js';
 import type { TaskControl } from './engine/control.js';
 import { RegsyncMetrics, startMetricsServer, TaskEventLog, type MetricsServer } from './metrics/index.js';
 import { ShardQueues, ShardWorker } from './queue/shard-queue.js';
@@ -67,7 +64,7 @@ export interface NodeOptions {
   /** Delay that coalesces a burst of changes into one reconcile. Default 0 (the queue's de-duplication coalesces bursts). */
   changeDelayMs?: number;
   /** Extra or replacement adapter factories (tests, plug-ins). */
-  adapters?: Partial<Record<ClusterKind, AdapterFactory>>;
+  adapters?: Readonly<Record<string, AdapterFactory>>;
   /**
    * The CMDB whose labels copies carry (see the task options `labels` and `labelsOverride`); started
    * and closed by the caller. Its changes reconcile the service syncs of the IPs they name.
@@ -150,11 +147,17 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
   const metrics = new RegsyncMetrics({ logger });
   const events = new TaskEventLog({ redis: storeRedis, prefix, logger, connect: () => connect({ maxRetriesPerRequest: null }) });
   const observer = combineObservers(metrics, events.observer);
-  const nacos: AdapterFactory = (spec, deps) =>
-    createNacosAdapter(spec, { ...deps, onRequestError: (code) => metrics.adapterRequestError(spec.id, code) });
-  const zookeeper: AdapterFactory = (spec, deps) => countingRequestErrors(createZooKeeperAdapter(spec, deps), (kind) => metrics.adapterRequestError(spec.id, kind));
-  const kubernetes: AdapterFactory = (spec, deps) => countingRequestErrors(createKubernetesAdapter(spec, deps), (kind) => metrics.adapterRequestError(spec.id, kind));
-  const adapters = new AdapterPool((id) => store.getCluster(id), { nacos, zookeeper, kubernetes, ...options.adapters }, logger);
+  // One factory per kind, each counting its failed requests: through the kind's own hook, else by wrapping its calls.
+  const factories = Object.fromEntries(
+    KINDS.map((kind): [string, AdapterFactory] => [
+      kind.name,
+      (spec, deps) => {
+        const onRequestError = (code: string) => metrics.adapterRequestError(spec.id, code);
+        return kind.reportsRequestErrors ? kind.create(spec, { ...deps, onRequestError }) : countingRequestErrors(kind.create(spec, deps), onRequestError);
+      },
+    ]),
+  );
+  const adapters = new AdapterPool((id) => store.getCluster(id), { ...factories, ...options.adapters }, logger);
   const heartbeats = new HeartbeatScheduler({ logger, observer });
   // Bound before this process joins anything: an address in use stops it with nothing to undo.
   let metricsServer: MetricsServer | undefined;

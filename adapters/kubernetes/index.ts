@@ -1,3 +1,4 @@
+export { kubernetesKind } from './kubernetes-kind.js';
 export { KubernetesAdapter, createKubernetesAdapter, type KubernetesAdapterDeps, type KubernetesAdapterStats } from './kubernetes-adapter.js';
 export { DEFAULT_KUBERNETES_OPTIONS, parseKubernetesOptions, type KubernetesAdapterOptions, type NamespaceTarget } from './kubernetes-options.js';
 export { NamespacePolicy } from './namespace-policy.js';

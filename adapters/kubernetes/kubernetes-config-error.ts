@@ -12,7 +12,8 @@ export class KubernetesConfigError extends Error {
     readonly clusterId: string,
     /** The offending setting: `kind`, `kubeconfig`, or `options.<name>`. */
     readonly setting: string,
-    detail: string,
+    /** What is wrong with it, without the cluster and setting (the API's messages name those themselves). */
+    readonly detail: string,
   ) {
     super(`kubernetes cluster ${clusterId}: invalid ${setting}: ${detail}`);
   }

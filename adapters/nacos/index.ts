@@ -1,3 +1,4 @@
+export { nacosKind } from './nacos-kind.js';
 export { NacosAdapter, createNacosAdapter, type NacosAdapterDeps, type NacosAdapterStats } from './nacos-adapter.js';
 export {
   DEFAULT_NACOS_OPTIONS,

@@ -1,3 +1,4 @@
+export { zookeeperKind } from './zookeeper-kind.js';
 export { ZooKeeperAdapter, createZooKeeperAdapter, type ZooKeeperAdapterDeps, type ZooKeeperAdapterStats } from './zookeeper-adapter.js';
 export {
   DEFAULT_ZOOKEEPER_OPTIONS,

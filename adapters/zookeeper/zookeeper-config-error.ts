@@ -11,7 +11,8 @@ export class ZooKeeperConfigError extends Error {
     readonly clusterId: string,
     /** The offending setting: `endpoints`, `username/password`, or `options.<name>`. */
     readonly setting: string,
-    detail: string,
+    /** What is wrong with it, without the cluster and setting (the API's messages name those themselves). */
+    readonly detail: string,
   ) {
     super(`zookeeper cluster ${clusterId}: invalid ${setting}: ${detail}`);
   }

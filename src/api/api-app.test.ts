@@ -172,9 +172,9 @@ describe('limits', () => {
   it('takes the body limit from its deps', async () => {
     const small = await apiHarness(server, { bodyLimitBytes: 1024 });
     try {
-      const big = { id: 'c', kind: 'nacos', endpoints: ['h:1'], options: { blob: 'x'.repeat(1100) } };
+      const big = { id: 'c', kind: 'nacos', endpoints: ['h:1'], options: { aliases: ['x'.repeat(1100)] } };
       expectError(await small.inject({ method: 'POST', url: '/api/v1/clusters', payload: big }), 413, 'body_too_large', /1024 bytes/);
-      const fits = { id: 'c', kind: 'nacos', endpoints: ['h:1'], options: { blob: 'x'.repeat(900) } };
+      const fits = { id: 'c', kind: 'nacos', endpoints: ['h:1'], options: { aliases: ['x'.repeat(900)] } };
       expect((await small.inject({ method: 'POST', url: '/api/v1/clusters', payload: fits })).statusCode).toBe(201);
     } finally {
       await small.close();
@@ -182,7 +182,7 @@ describe('limits', () => {
   });
 
   it('accepts a body just under the default limit', async () => {
-    const payload = { id: 'c', kind: 'nacos', endpoints: ['h:1'], options: { blob: 'x'.repeat(DEFAULT_BODY_LIMIT_BYTES - 200) } };
+    const payload = { id: 'c', kind: 'nacos', endpoints: ['h:1'], options: { aliases: ['x'.repeat(DEFAULT_BODY_LIMIT_BYTES - 200)] } };
     expect((await h.inject({ method: 'POST', url: '/api/v1/clusters', payload })).statusCode).toBe(201);
   });
 });

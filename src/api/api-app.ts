@@ -2,12 +2,14 @@ import { fastify, LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { silentLogger } from '../log.js';
 import type { ApiDeps, RouteContext } from './api-deps.js';
 import { installAuth, registerAuthRoutes } from './auth.js';
+import { installBodyDepthLimit } from './body-depth.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerDashboardRoutes } from './dashboard-routes.js';
 import { installErrorHandling, sendApiError } from './error-handler.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerMetricsRoutes } from './metrics-routes.js';
 import { registerHealthRoutes } from './health-routes.js';
+import { registerKindRoutes } from './kind-routes.js';
 import { registerNacosSyncRoutes } from './nacos-sync-routes.js';
 import { registerOpenApi } from './openapi.js';
 import { DEFAULT_RATE_LIMIT, installRateLimit } from './rate-limit.js';
@@ -23,7 +25,8 @@ export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024;
  * with a code from `API_ERRORS`.
  *
  * Validation is strict: unknown fields are rejected rather than dropped, and types are never
- * coerced (`"5000"` is not an integer), so what is stored is exactly what was sent.
+ * coerced (`"5000"` is not an integer), so what is stored is exactly what was sent. Bodies nested
+ * deeper than `MAX_BODY_DEPTH` are refused before anything reads them (see `installBodyDepthLimit`).
  *
  * Bearer tokens with a read and an admin scope guard `/api/*`, `/v1/*` and `/metrics` when
  * `deps.tokens` has any (see `installAuth`); every client address is rate-limited (see
@@ -47,6 +50,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<FastifyInstance> {
   // JSON only: a text/plain body is answered 415 instead of failing validation as a string.
   app.removeContentTypeParser('text/plain');
   installErrorHandling(app, log, bodyLimitBytes);
+  installBodyDepthLimit(app);
   // Before any plugin or route: root hooks added now cover every route, whoever registers it later.
   await installRateLimit(app, deps.rateLimit ?? DEFAULT_RATE_LIMIT, log);
   const tokens = installAuth(app, { tokens: deps.tokens }, log);
@@ -56,6 +60,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<FastifyInstance> {
   registerHealthRoutes(app, ctx);
   registerAuthRoutes(app, tokens);
   registerClusterRoutes(app, ctx);
+  registerKindRoutes(app);
   registerTaskRoutes(app, ctx);
   registerNacosSyncRoutes(app, ctx);
   if (deps.deployment) registerShardRoutes(app, deps.deployment);

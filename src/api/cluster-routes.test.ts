@@ -54,7 +54,7 @@ describe('POST /api/v1/clusters', () => {
         username: 'nacos',
         password: PASSWORD,
         labels: { region: 'eu' },
-        options: { apiVersion: 'v1', nested: { a: [1, 2] } },
+        options: { apiVersion: 'v1', aliases: ['nacos-eu-old'] },
       }),
     );
     expect(res.statusCode).toBe(201);
@@ -67,7 +67,7 @@ describe('POST /api/v1/clusters', () => {
       username: 'nacos',
       hasPassword: true,
       labels: { region: 'eu' },
-      options: { apiVersion: 'v1', nested: { a: [1, 2] } },
+      options: { apiVersion: 'v1', aliases: ['nacos-eu-old'] },
     });
     expect(await h.store.getCluster('nacos-eu')).toMatchObject({ password: PASSWORD, username: 'nacos' });
     expect(h.control.calls).toEqual([{ method: 'clusterChanged', id: 'nacos-eu' }]);
@@ -140,6 +140,14 @@ describe('POST /api/v1/clusters', () => {
     ['options as a string', clusterBody('c', { options: 'fast' }), /body\.options must be object/],
     ['a string hasPassword', clusterBody('c', { hasPassword: 'yes' }), /body\.hasPassword must be boolean/],
     ['an unknown field', clusterBody('c', { colour: 'blue' }), /body\.colour is not a known field/],
+    // Each kind's own rules, run before anything is stored.
+    ['an option the kind does not have', clusterBody('c', { options: { bogusOption: 1 } }), /^body\.options\.bogusOption: not an option of nacos clusters/],
+    ['an apiVersion Nacos does not speak', clusterBody('c', { options: { apiVersion: 'v9' } }), /^body\.options\.apiVersion: expected auto, v1 or v3/],
+    ['a Nacos option on a ZooKeeper cluster', clusterBody('c', { kind: 'zookeeper', options: { apiVersion: 'v1' } }), /^body\.options\.apiVersion: not an option of zookeeper clusters/],
+    ['an unknown ZooKeeper layout', clusterBody('c', { kind: 'zookeeper', options: { layout: 'eureka' } }), /^body\.options\.layout: expected dubbo or curator/],
+    ['a ZooKeeper server by IPv6 address', clusterBody('c', { kind: 'zookeeper', endpoints: ['[::1]:2181'] }), /^body\.endpoints: .*IPv6 literal/],
+    ['a namespace map that is not one-to-one', clusterBody('c', { kind: 'kubernetes', options: { namespaceMap: { a: 'x', b: 'x' } } }), /^body\.options\.namespaceMap: .*one-to-one/],
+    ['aliases that are not a list', clusterBody('c', { options: { aliases: 'old' } }), /^body\.options\.aliases: expected a list/],
     ['a JSON array', [clusterBody('c')], /^body must be object/],
     ['a JSON string', 'c', /^body must be object/],
     ['JSON null', null, /^body must be object/],
@@ -236,6 +244,9 @@ describe('PUT /api/v1/clusters/:id', () => {
     ['an unknown field', 'c1', { kind: 'nacos', endpoints: ['h:1'], secret: 'x' }, /body\.secret is not a known field/],
     ['a numeric password', 'c1', { kind: 'nacos', endpoints: ['h:1'], password: 5 }, /body\.password must be string/],
     ['a wrong type', 'c1', { kind: 'nacos', endpoints: ['h:1'], labels: 'eu' }, /body\.labels must be object/],
+    ['an option the kind does not have', 'c1', { kind: 'nacos', endpoints: ['h:1'], options: { bogusOption: 1 } }, /^body\.options\.bogusOption: not an option/],
+    ['an apiVersion Nacos does not speak', 'c1', { kind: 'nacos', endpoints: ['h:1'], options: { apiVersion: 'v9' } }, /^body\.options\.apiVersion: expected auto, v1 or v3/],
+    ['a change of kind the options do not fit', 'c1', { kind: 'zookeeper', endpoints: ['h:1'], options: { contextPath: '/nacos' } }, /^body\.options\.contextPath: not an option of zookeeper/],
   ];
   for (const [what, id, body, message] of invalid) {
     it(`answers 400 invalid_request for ${what} and changes nothing`, async () => {

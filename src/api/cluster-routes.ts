@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import type { ClusterKind, ClusterSpec } from '../model/index.js';
+import type { ClusterSpec } from '../model/index.js';
 import type { RouteContext } from './api-deps.js';
 import { ApiError } from './api-error.js';
+import { checkClusterSpec } from './kind-routes.js';
 import { notifyEngine } from './notify.js';
 import {
   clusterView as clusterViewSchema,
@@ -16,7 +17,7 @@ import { clusterView } from './views.js';
 /** A cluster body as the schemas let it through. */
 interface ClusterBody {
   id?: string;
-  kind: ClusterKind;
+  kind: string;
   endpoints: string[];
   namespace?: string;
   username?: string;
@@ -46,6 +47,7 @@ export function registerClusterRoutes(app: FastifyInstance, ctx: RouteContext): 
     { schema: { body: createClusterBody, response: { 201: clusterViewSchema } } },
     async (request, reply) => {
       const spec = toSpec(request.body.id as string, request.body, undefined);
+      checkClusterSpec(spec);
       if ((await store.createCluster(spec)) === 'exists') {
         throw new ApiError('cluster_exists', `cluster ${spec.id} already exists; PUT /api/v1/clusters/${spec.id} replaces it`);
       }
@@ -74,6 +76,7 @@ export function registerClusterRoutes(app: FastifyInstance, ctx: RouteContext): 
       }
       const existing = await store.getCluster(id);
       const spec = toSpec(id, request.body, existing?.password);
+      checkClusterSpec(spec);
       await store.putCluster(spec);
       await notifyEngine(log, { clusterId: id, call: 'clusterChanged' }, () => control.clusterChanged(id));
       return reply.code(existing === undefined ? 201 : 200).send(clusterView(spec));

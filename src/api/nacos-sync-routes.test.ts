@@ -220,6 +220,8 @@ describe('POST /v1/cluster/add', () => {
     ['connectKeyList as a string', { ...beijing, connectKeyList: '10.0.0.1:8848' }, /body\.connectKeyList must be array/],
     ['a numeric name', { ...beijing, clusterName: 7 }, /body\.clusterName must be string/],
     ['a JSON array', [beijing], /body must be object/],
+    // The kind's own endpoint rules, as the native API runs them.
+    ['a ZooKeeper server by IPv6 address', { clusterName: 'zk6', clusterType: 'ZK', connectKeyList: ['[::1]:2181'] }, /^connectKeyList: .*IPv6 literal/],
   ];
   for (const [what, payload, message] of refused) {
     it(`answers success: false for ${what} and stores nothing`, async () => {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { DEFAULT_GROUP, type ClusterKind, type ClusterSpec, type TaskSpec } from '../model/index.js';
+import { KINDS, kindNamed, validateCluster } from '../../adapters/kinds.js';
+import { ClusterConfigError, DEFAULT_GROUP, NACOS_SYNC_NAME_OPTION, type ClusterSpec, type TaskSpec } from '../model/index.js';
 import { NacosSyncError, RESULT_SYSTEM_ERROR } from './nacos-sync-error.js';
 import { ENDPOINT_PATTERN, NAME_PATTERN } from './schemas.js';
 
@@ -35,28 +36,29 @@ export function failedResult(message: string): NacosSyncResult {
 export const NACOS_SYNC_CLUSTER_TYPES = ['CS', 'NACOS', 'EUREKA', 'CONSUL', 'ZK'] as const;
 
 /**
- * The nacos-sync cluster types regsync serves, with the kind each becomes. nacos-sync's ZK clusters
- * hold Dubbo providers, which is the default layout of regsync's ZooKeeper adapter.
+ * The nacos-sync cluster types regsync serves, with the kind each becomes: every kind whose
+ * descriptor names a `nacosSyncType`. nacos-sync's ZK clusters hold Dubbo providers, which is the
+ * default layout of regsync's ZooKeeper adapter.
  */
-export const SUPPORTED_CLUSTER_TYPES: Readonly<Record<string, ClusterKind>> = { NACOS: 'nacos', ZK: 'zookeeper' };
-
-/** The port a connect key without one gets, per kind (Nacos' and ZooKeeper's defaults). */
-const DEFAULT_PORTS: Readonly<Record<ClusterKind, number>> = { nacos: 8848, zookeeper: 2181, kubernetes: 443 };
+export const SUPPORTED_CLUSTER_TYPES: Readonly<Record<string, string>> = Object.fromEntries(
+  KINDS.flatMap((k) => (k.nacosSyncType === undefined ? [] : [[k.nacosSyncType, k.name]])),
+);
 
 /**
- * The nacos-sync type a regsync cluster shows: `NACOS`, `ZK`, or `KUBERNETES` for a Kubernetes
- * cluster defined through the native API (nacos-sync has no such type; scripts never create one).
+ * The nacos-sync type a regsync cluster shows: its kind's `nacosSyncType`, else the kind in upper
+ * case (a Kubernetes cluster defined through the native API: nacos-sync has no such type; scripts
+ * never create one).
  */
-export function clusterTypeOf(kind: ClusterKind): string {
-  return Object.entries(SUPPORTED_CLUSTER_TYPES).find(([, k]) => k === kind)?.[0] ?? kind.toUpperCase();
+export function clusterTypeOf(kind: string): string {
+  return kindNamed(kind)?.nacosSyncType ?? kind.toUpperCase();
 }
 
 /**
  * The key of `ClusterSpec.options` that keeps the nacos-sync `clusterName` of a cluster created
  * through `/v1/cluster/add`. Options, not labels: a cluster's labels are stamped on every copy read
- * from it, and adapters ignore option keys they do not know.
+ * from it.
  */
-export const NACOS_SYNC_NAME_OPTION = 'nacosSyncName';
+export { NACOS_SYNC_NAME_OPTION };
 
 /** MD5 of the UTF-8 bytes, as lowercase hex: `SkyWalkerUtil.StringToMd5`. */
 export function md5Hex(value: string): string {
@@ -119,7 +121,7 @@ export function clusterSpecOf(request: ClusterAddRequest): ClusterSpec {
   if (isBlank(clusterName) || isBlank(clusterType)) throw new NacosSyncError('clusterName and clusterType must not be empty');
   const kind = kindOf(clusterType);
   const namespace = isBlank(request.namespace) ? undefined : checkedName('namespace', request.namespace);
-  return {
+  const spec: ClusterSpec = {
     id: nacosSyncClusterId(clusterName, clusterType),
     kind,
     endpoints: endpointsOf(keys, kind),
@@ -129,10 +131,28 @@ export function clusterSpecOf(request: ClusterAddRequest): ClusterSpec {
     labels: {},
     options: { [NACOS_SYNC_NAME_OPTION]: clusterName },
   };
+  checkedByKind(spec);
+  return spec;
+}
+
+/** The nacos-sync fields a cluster setting comes from, for messages. */
+const REQUEST_FIELDS: Readonly<Record<string, string>> = {
+  endpoints: 'connectKeyList',
+  [`options.${NACOS_SYNC_NAME_OPTION}`]: 'clusterName',
+};
+
+/** Runs the kind's own checks (as the native API does), naming the request's field. */
+function checkedByKind(spec: ClusterSpec): void {
+  try {
+    validateCluster(spec);
+  } catch (err) {
+    if (!(err instanceof ClusterConfigError)) throw err;
+    throw new NacosSyncError(`${REQUEST_FIELDS[err.setting] ?? err.setting}: ${err.detail.slice(0, 300)}`);
+  }
 }
 
 /** The kind of a nacos-sync cluster type; nacos-sync's others and unknown types are refused, naming the supported ones. */
-export function kindOf(clusterType: string): ClusterKind {
+export function kindOf(clusterType: string): string {
   const kind = SUPPORTED_CLUSTER_TYPES[clusterType];
   if (kind !== undefined) return kind;
   const supported = Object.keys(SUPPORTED_CLUSTER_TYPES).join(', ');
@@ -148,7 +168,7 @@ export function kindOf(clusterType: string): ClusterKind {
  * default; duplicates go. Paths, query strings (`?key=1`) and `https://` have no regsync
  * equivalent here and are refused, naming the entry.
  */
-export function endpointsOf(connectKeys: readonly string[], kind: ClusterKind): string[] {
+export function endpointsOf(connectKeys: readonly string[], kind: string): string[] {
   const endpoints: string[] = [];
   for (const entry of connectKeys) {
     for (const piece of entry.split(',')) {
@@ -166,13 +186,14 @@ const ENDPOINT = new RegExp(ENDPOINT_PATTERN);
 /** A host name, an IPv4 address or a bracketed IPv6 address, without a port. */
 const HOST_ONLY = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_][A-Za-z0-9_.-]{0,252})$/;
 
-function endpointOf(key: string, kind: ClusterKind): string {
+function endpointOf(key: string, kind: string): string {
   if (/^https:\/\//i.test(key)) throw new NacosSyncError(`connectKeyList entry ${key}: regsync reaches clusters over plain HTTP, https:// is not supported`);
   const bare = key.replace(/^http:\/\//i, '').replace(/\/$/, '');
   if (/[/?#]/.test(bare)) {
     throw new NacosSyncError(`connectKeyList entry ${key} must be host:port; paths and parameters are not supported`);
   }
-  const endpoint = HOST_ONLY.test(bare) ? `${bare}:${DEFAULT_PORTS[kind]}` : bare;
+  const defaultPort = kindNamed(kind)?.defaultPort;
+  const endpoint = HOST_ONLY.test(bare) && defaultPort !== undefined ? `${bare}:${defaultPort}` : bare;
   if (!ENDPOINT.test(endpoint) || endpoint.length > 261) {
     throw new NacosSyncError(`connectKeyList entry ${key} must be host:port with a port from 1 to 65535`);
   }

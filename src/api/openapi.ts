@@ -13,7 +13,7 @@ export const DOCS_TOKEN_STORAGE_KEY = 'regsync.apiToken';
 
 /** The areas of the API, one tag each, in the order the docs page shows them. */
 const TAGS = [
-  { name: 'clusters', description: 'Registries to sync between. Passwords go in, never out (`hasPassword`).' },
+  { name: 'clusters', description: 'Registries to sync between, and the kinds they can be. Passwords go in, never out (`hasPassword`).' },
   { name: 'tasks', description: 'What is synced from where to where, with per-service status.' },
   { name: 'shards', description: 'Shards, their leaders and replicas, and the live workers.' },
   { name: 'cmdb', description: 'The CMDB of each worker, as of its last heartbeat.' },
@@ -30,6 +30,7 @@ const SUMMARIES: Readonly<Record<string, string>> = {
   'GET /api/v1/clusters/:id': 'Show a cluster',
   'PUT /api/v1/clusters/:id': 'Create or replace a cluster (an omitted password keeps the stored one)',
   'DELETE /api/v1/clusters/:id': 'Delete a cluster no task uses',
+  'GET /api/v1/kinds': 'The registry kinds this build serves, with their options',
   'POST /api/v1/tasks': 'Create a task',
   'GET /api/v1/tasks': 'List the tasks',
   'GET /api/v1/tasks/:id': 'Show a task with the status of its services',
@@ -345,6 +346,7 @@ function tagOf(url: string): string {
   if (url.startsWith('/v1/')) return 'nacos-sync';
   if (url === OPENAPI_PATH) return 'docs';
   if (url === '/api/v1/workers') return 'shards';
+  if (url === '/api/v1/kinds') return 'clusters';
   if (url.startsWith('/api/v1/tasks')) return 'tasks';
   const area = /^\/api\/v1\/([A-Za-z0-9_-]+)/.exec(url)?.[1];
   return area ?? url.replace(/^\//, '').split('/')[0] ?? 'other';

@@ -1,4 +1,5 @@
-import { CLUSTER_KINDS, PROBLEM_CODES } from '../model/index.js';
+import { KIND_NAMES, KINDS } from '../../adapters/kinds.js';
+import { PROBLEM_CODES } from '../model/index.js';
 
 /**
  * JSON Schemas of the API: they validate input (with `additionalProperties: false` everywhere an
@@ -43,7 +44,7 @@ const nameMap = {
 } as const;
 
 const clusterFields = {
-  kind: { type: 'string', enum: [...CLUSTER_KINDS] },
+  kind: { type: 'string', enum: [...KIND_NAMES] },
   endpoints: {
     type: 'array',
     maxItems: 32,
@@ -60,16 +61,16 @@ const clusterFields = {
     propertyNames: { minLength: 1, maxLength: 63 },
     additionalProperties: { type: 'string', maxLength: 253 },
   },
-  /** Kind-specific settings: free-form, only the body limit bounds them. */
-  options: { type: 'object' },
+  /** Settings of the kind: checked by the kind's own parser (`validateCluster`) once the schema passed. */
+  options: { type: 'object', maxProperties: 256 },
 } as const;
 
-/**
- * Nacos and ZooKeeper need at least one endpoint; Kubernetes takes its API server from the
- * kubeconfig (or the in-cluster config), so its list may be empty.
- */
-const endpointsNeededUnlessKubernetes = {
-  if: { properties: { kind: { const: 'kubernetes' } } },
+/** Kinds whose clusters may have no endpoints (Kubernetes takes its API server from the kubeconfig). */
+const KINDS_WITHOUT_ENDPOINTS: readonly string[] = KINDS.filter((k) => !k.endpointsRequired).map((k) => k.name);
+
+/** Every kind needs at least one endpoint unless its descriptor says otherwise. */
+const endpointsNeededByKind = {
+  if: { properties: { kind: { enum: [...KINDS_WITHOUT_ENDPOINTS] } } },
   then: {},
   else: { properties: { endpoints: { type: 'array', minItems: 1 } } },
 } as const;
@@ -80,7 +81,7 @@ export const createClusterBody = {
   additionalProperties: false,
   required: ['id', 'kind', 'endpoints'],
   properties: { id, ...clusterFields },
-  ...endpointsNeededUnlessKubernetes,
+  ...endpointsNeededByKind,
 } as const;
 
 /** `PUT /api/v1/clusters/:id`: the id may be left out; `password: null` removes the stored one. */
@@ -93,7 +94,7 @@ export const replaceClusterBody = {
     ...clusterFields,
     password: { anyOf: [clusterFields.password, { type: 'null' }] },
   },
-  ...endpointsNeededUnlessKubernetes,
+  ...endpointsNeededByKind,
 } as const;
 
 /** `POST /api/v1/tasks`. */

@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 import { cell, h, replace, table } from './dom.js';
 import { formatCount, parseEndpoints, parseLabels, taskHref } from './format.js';
-import type { Cluster, ClusterStatus, List } from './types.js';
+import type { Cluster, ClusterStatus, Kind, List } from './types.js';
 import { actionButton, actionForm, badge, field, Messages, section, valueOf, type View, type ViewContext } from './ui.js';
 
 /** How a cluster's reachability reads, and why. */
@@ -32,20 +32,17 @@ export class ClustersView implements View {
   constructor(private readonly ctx: ViewContext) {}
 
   mount(root: HTMLElement): void {
-    const kind = h(
-      'select',
-      { name: 'kind' },
-      h('option', { value: 'nacos' }, 'nacos'),
-      h('option', { value: 'zookeeper' }, 'zookeeper'),
-      h('option', { value: 'kubernetes' }, 'kubernetes'),
-    );
+    // The choices come from the server, which knows which kinds it serves.
+    const kind = h('select', { name: 'kind', required: true });
+    const endpoints = h('input', { name: 'endpoints', autocomplete: 'off', placeholder: '10.1.0.10:8848, 10.1.0.11:8848' });
+    void this.loadKinds(kind, endpoints);
     const form = actionForm(
       this.ctx,
       { id: 'add-cluster', title: 'Add a cluster', submitLabel: 'Add cluster' },
       [
         field('Id', h('input', { name: 'id', required: true, autocomplete: 'off', placeholder: 'shanghai' })),
         field('Kind', kind),
-        field('Endpoints', h('input', { name: 'endpoints', autocomplete: 'off', placeholder: '10.1.0.10:8848, 10.1.0.11:8848' }), 'host:port, separated by commas or spaces'),
+        field('Endpoints', endpoints, 'host:port, separated by commas or spaces'),
         field('Namespace', h('input', { name: 'namespace', autocomplete: 'off', placeholder: 'public' })),
         field('User name', h('input', { name: 'username', autocomplete: 'off' })),
         field('Password', h('input', { name: 'password', type: 'password', autocomplete: 'new-password' })),
@@ -64,6 +61,22 @@ export class ClustersView implements View {
       },
     );
     root.append(section('Clusters', this.messages.el, this.list), h('section', {}, form));
+  }
+
+  /** Fills the kind choices from `GET kinds`; the endpoints' placeholder follows the chosen kind's default port. */
+  private async loadKinds(select: HTMLSelectElement, endpoints: HTMLInputElement): Promise<void> {
+    try {
+      const kinds = (await this.ctx.api.get<List<Kind>>('kinds')).items;
+      replace(select, ...kinds.map((k) => h('option', { value: k.name }, k.label)));
+      const follow = (): void => {
+        const chosen = kinds.find((k) => k.name === select.value);
+        if (chosen) endpoints.placeholder = chosen.endpointsRequired ? `10.1.0.10:${chosen.defaultPort}, 10.1.0.11:${chosen.defaultPort}` : '(optional)';
+      };
+      select.addEventListener('change', follow);
+      follow();
+    } catch (err) {
+      this.messages.showError(err);
+    }
   }
 
   async refresh(): Promise<void> {

@@ -3,9 +3,20 @@
  * from src/api, which is Node code: the browser build must not pull it in.
  */
 
+/** A registry kind as `GET /api/v1/kinds` lists it: the dashboard learns the kinds from the server. */
+export interface Kind {
+  name: string;
+  label: string;
+  defaultPort: number;
+  endpointsRequired: boolean;
+  nacosSyncType: string | null;
+  options: { name: string; description: string }[];
+}
+
 export interface Cluster {
   id: string;
-  kind: 'nacos' | 'zookeeper' | 'kubernetes';
+  /** The `name` of one of the server's {@link Kind}s. */
+  kind: string;
   endpoints: string[];
   namespace?: string;
   username?: string;

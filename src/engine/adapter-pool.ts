@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { RegistryAdapter } from '../model/adapter.js';
-import type { ClusterKind, ClusterSpec } from '../model/types.js';
+import type { ClusterSpec } from '../model/types.js';
 
 /** Builds the adapter of one cluster. */
 export type AdapterFactory = (spec: ClusterSpec, deps: { logger: Logger }) => RegistryAdapter;
@@ -30,7 +30,8 @@ export class AdapterPool {
 
   constructor(
     private readonly lookup: (clusterId: string) => Promise<ClusterSpec | undefined>,
-    private readonly factories: Partial<Record<ClusterKind, AdapterFactory>>,
+    /** By kind name. */
+    private readonly factories: Readonly<Record<string, AdapterFactory>>,
     private readonly logger: Logger,
   ) {}
 
@@ -69,7 +70,8 @@ export class AdapterPool {
   private async create(clusterId: string, invalidations: number): Promise<RegistryAdapter> {
     const spec = await this.lookup(clusterId);
     if (!spec) throw new ClusterUnavailableError(clusterId, 'unknown_cluster', `cluster ${clusterId} does not exist`);
-    const factory = this.factories[spec.kind];
+    // Own keys only: a stored kind such as `constructor` must not reach Object.prototype.
+    const factory = Object.hasOwn(this.factories, spec.kind) ? this.factories[spec.kind] : undefined;
     if (!factory) {
       throw new ClusterUnavailableError(clusterId, 'unsupported_kind', `cluster ${clusterId}: kind ${spec.kind} is not supported by this build`);
     }

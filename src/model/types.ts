@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
-/** Registry kinds regsync can read from and write to. */
-export type ClusterKind = 'nacos' | 'zookeeper' | 'kubernetes';
-
-export const CLUSTER_KINDS: readonly ClusterKind[] = ['nacos', 'zookeeper', 'kubernetes'];
 
 /** One registry endpoint, as an operator defines it. */
 export interface ClusterSpec {
   /** Stable id; it is what marks (`regsync.origin`, `regsync.path`) refer to. */
   id: string;
-  kind: ClusterKind;
+  /**
+   * The name of one of the kinds in `adapters/kinds.ts` (`KindName` there). A plain string here:
+   * the model cannot import the adapters, so the API checks it against the list before storing.
+   */
+  kind: string;
   /** `host:port` list; any one of them serves. */
   endpoints: string[];
   /** Default namespace of tasks on this cluster (Nacos namespace id; `public` when absent). */
@@ -17,7 +17,7 @@ export interface ClusterSpec {
   password?: string | undefined;
   /** Labels (region, site, ...) stamped on instances read from this cluster. */
   labels: Record<string, string>;
-  /** Kind-specific settings (for Nacos: `apiVersion`, `clientIP`, `pollIntervalMs`, ...). */
+  /** Settings of the kind (its descriptor's `options`) and the {@link SHARED_CLUSTER_OPTIONS}; nothing else is accepted. */
   options: Record<string, unknown>;
 }
 

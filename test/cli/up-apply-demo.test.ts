@@ -53,6 +53,16 @@ describe('regsync up + regsync apply', () => {
     rmSync(file);
   });
 
+  it('refuses a cluster option its kind does not have, naming it, and stores nothing', async () => {
+    const file = join(dir, 'typo.yml');
+    writeFileSync(file, 'clusters:\n  - { id: typo, kind: nacos, endpoints: ["127.0.0.1:3"], options: { apiVerison: v1 } }\n');
+    const res = await runRegsync(['apply', '-f', file, '--server', up.url]);
+    rmSync(file);
+    expect(res.code).toBe(1);
+    expect(res.output).toContain('body.options.apiVerison: not an option of nacos clusters');
+    expect((await fetch(`${up.url}/api/v1/clusters/typo`)).status).toBe(404);
+  });
+
   it('reports an unreachable API clearly', async () => {
     const res = await runRegsync(['apply', '-f', join(dir, 'sync.yaml'), '--server', 'http://127.0.0.1:1']);
     expect(res.code).toBe(1);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KINDS } from '../../adapters/kinds.js';
 import type { RunningRegistry } from '../../src/registry/index.js';
 import { makeTempDir, removeTempDir } from '../support/server-process.js';
 import { addRegistry, copiesIn, registerNative, startFixture, startSync, stopFixture, testLogger, type NativeInstance, type SyncFixture } from '../support/sync-fixture.js';
@@ -117,6 +118,10 @@ describe.skipIf(browserMissing)('the dashboard in headless Chromium', () => {
   it('adds two clusters with the form and shows the API\'s own message for a duplicate', async () => {
     await nav('Clusters');
     const form = page.locator('#add-cluster');
+    // The kind choices are the server's list of kinds, labelled as it labels them.
+    await form.locator('[name=kind] option').first().waitFor({ state: 'attached' });
+    const choices = await form.locator('[name=kind] option').evaluateAll((options) => options.map((o) => [(o as HTMLOptionElement).value, o.textContent]));
+    expect(choices).toEqual(KINDS.map((k) => [k.name, k.label]));
     for (const [id, registry] of [['east', east], ['west', west]] as const) {
       await form.locator('[name=id]').fill(id);
       await form.locator('[name=kind]').selectOption('nacos');

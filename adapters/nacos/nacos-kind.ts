@@ -1,0 +1,46 @@
+import { ClusterConfigError, type ClusterSpec, type KindDescriptor } from '../../src/model/index.js';
+import { createNacosAdapter } from './nacos-adapter.js';
+import { NacosConfigError } from './nacos-config-error.js';
+import { parseEndpoint, parseNacosOptions, type NacosAdapterOptions } from './nacos-options.js';
+
+/** What each option does; keyed by the options type, so that a new option without a description does not compile. */
+const OPTION_DESCRIPTIONS: Readonly<Record<keyof NacosAdapterOptions, string>> = {
+  apiVersion: 'HTTP API dialect: auto (default: v1 where served, else v3), v1 or v3.',
+  clientIP: 'Address the server pushes changes to; default the local address of a connection to the cluster.',
+  pollIntervalMs: 'How often each watched service is re-listed (default 5000).',
+  maxConcurrency: 'Requests in flight against the cluster at most (default 64).',
+  requestTimeoutMs: 'Per request and endpoint attempt (default 5000).',
+  servicePageSize: 'Page size of service lists (default 500).',
+  serviceListPollIntervalMs: 'How often the service lists of `*` tasks are polled (default 10000).',
+  lightBeats: 'v1: beats without the instance body once the server allows it (default true).',
+  contextPath: 'Server context path (default /nacos).',
+  heartbeatIntervalMs: 'Beat interval assumed until the server tells one (default 5000).',
+};
+
+/**
+ * The checks the adapter's constructor makes on endpoints and options, before anything connects.
+ * Credentials are left to the constructor: a PUT may keep a stored password it never shows.
+ */
+function validate(spec: ClusterSpec): void {
+  try {
+    if (spec.endpoints.length === 0) throw new NacosConfigError(spec.id, 'endpoints', 'at least one host:port is needed');
+    parseNacosOptions(spec);
+    for (const endpoint of spec.endpoints) parseEndpoint(spec.id, endpoint);
+  } catch (err) {
+    if (err instanceof NacosConfigError) throw new ClusterConfigError(spec.id, err.setting, err.detail, { cause: err });
+    throw err;
+  }
+}
+
+/** The Nacos kind: HTTP API v1 or v3, UDP push where served, heartbeats for ephemeral copies. */
+export const nacosKind: KindDescriptor<'nacos'> = {
+  name: 'nacos',
+  label: 'Nacos',
+  defaultPort: 8848,
+  endpointsRequired: true,
+  nacosSyncType: 'NACOS',
+  options: Object.entries(OPTION_DESCRIPTIONS).map(([name, description]) => ({ name, description })),
+  validate,
+  create: (spec, deps) => createNacosAdapter(spec, deps),
+  reportsRequestErrors: true,
+};

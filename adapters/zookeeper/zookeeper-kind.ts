@@ -1,0 +1,42 @@
+import { ClusterConfigError, type ClusterSpec, type KindDescriptor } from '../../src/model/index.js';
+import { createZooKeeperAdapter } from './zookeeper-adapter.js';
+import { ZooKeeperConfigError } from './zookeeper-config-error.js';
+import { parseZooKeeperEndpoint, parseZooKeeperOptions, type ZooKeeperAdapterOptions } from './zookeeper-options.js';
+
+/** What each option does; keyed by the options type, so that a new option without a description does not compile. */
+const OPTION_DESCRIPTIONS: Readonly<Record<keyof ZooKeeperAdapterOptions, string>> = {
+  layout: 'How services are laid out: dubbo (default, provider URLs) or curator (Spring Cloud service discovery).',
+  root: 'Base path (default /dubbo, or /services for curator).',
+  sessionTimeoutMs: 'Session timeout asked of the server (default 30000).',
+  connectTimeoutMs: 'How long a call waits for a connection (default 10000).',
+  operationTimeoutMs: "How long a call waits for the server's answer (default 10000).",
+  spinDelayMs: 'Longest random pause between rounds of connection attempts (default 1000).',
+};
+
+/**
+ * The checks the adapter's constructor makes on endpoints and options, before anything connects.
+ * Credentials are left to the constructor: a PUT may keep a stored password it never shows.
+ */
+function validate(spec: ClusterSpec): void {
+  try {
+    if (spec.endpoints.length === 0) throw new ZooKeeperConfigError(spec.id, 'endpoints', 'at least one host:port is needed');
+    parseZooKeeperOptions(spec);
+    for (const endpoint of spec.endpoints) parseZooKeeperEndpoint(spec.id, endpoint);
+  } catch (err) {
+    if (err instanceof ZooKeeperConfigError) throw new ClusterConfigError(spec.id, err.setting, err.detail, { cause: err });
+    throw err;
+  }
+}
+
+/** The ZooKeeper kind: Dubbo provider URLs or Curator service instances, one session per cluster. */
+export const zookeeperKind: KindDescriptor<'zookeeper'> = {
+  name: 'zookeeper',
+  label: 'ZooKeeper',
+  defaultPort: 2181,
+  endpointsRequired: true,
+  nacosSyncType: 'ZK',
+  options: Object.entries(OPTION_DESCRIPTIONS).map(([name, description]) => ({ name, description })),
+  validate,
+  create: (spec, deps) => createZooKeeperAdapter(spec, deps),
+  reportsRequestErrors: false,
+};

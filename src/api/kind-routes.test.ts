@@ -1,0 +1,57 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { KINDS } from '../../adapters/kinds.js';
+import { apiHarness, type ApiHarness } from '../../test/support/api-harness.js';
+import { startRedis, type RedisServer } from '../../test/support/redis.js';
+
+let server: RedisServer;
+let h: ApiHarness;
+
+beforeAll(async () => {
+  server = await startRedis();
+});
+
+afterAll(async () => {
+  await server?.cleanup();
+});
+
+beforeEach(async () => {
+  h = await apiHarness(server);
+});
+
+afterEach(async () => {
+  await h?.close();
+});
+
+interface KindView {
+  name: string;
+  label: string;
+  defaultPort: number;
+  endpointsRequired: boolean;
+  nacosSyncType: string | null;
+  options: { name: string; description: string }[];
+}
+
+describe('GET /api/v1/kinds', () => {
+  it('lists every kind of the list, in its order, with its options and those every cluster may have', async () => {
+    const res = await h.inject({ method: 'GET', url: '/api/v1/kinds' });
+    expect(res.statusCode).toBe(200);
+    const items = (res.json() as { items: KindView[] }).items;
+    expect(items.map((k) => k.name)).toEqual(KINDS.map((k) => k.name));
+    for (const [i, k] of KINDS.entries()) {
+      const shown = items[i] as KindView;
+      expect(shown).toMatchObject({ label: k.label, defaultPort: k.defaultPort, endpointsRequired: k.endpointsRequired, nacosSyncType: k.nacosSyncType ?? null });
+      expect(shown.options.map((o) => o.name)).toEqual(expect.arrayContaining([...k.options.map((o) => o.name), 'aliases', 'nacosSyncName']));
+    }
+  });
+
+  it('accepts a cluster setting options its kind lists', async () => {
+    const items = ((await h.inject({ method: 'GET', url: '/api/v1/kinds' })).json() as { items: KindView[] }).items;
+    const nacos = items.find((k) => k.nacosSyncType === 'NACOS') as KindView;
+    const res = await h.inject({
+      method: 'POST',
+      url: '/api/v1/clusters',
+      payload: { id: 'n', kind: nacos.name, endpoints: ['10.0.0.1:8848'], options: { apiVersion: 'v1', pollIntervalMs: 1000, lightBeats: false, contextPath: '/nacos' } },
+    });
+    expect(res.statusCode, res.payload).toBe(201);
+  });
+});

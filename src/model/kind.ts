@@ -1,0 +1,69 @@
+import type { Logger } from 'pino';
+import type { RegistryAdapter } from './adapter.js';
+import type { ClusterSpec } from './types.js';
+
+/** One setting of `ClusterSpec.options`, as the API lists it (`GET /api/v1/kinds`). */
+export interface KindOption {
+  name: string;
+  /** What it does and its default, for a human. */
+  description: string;
+}
+
+/** What a kind's factory gets from the process that builds adapters. */
+export interface KindDeps {
+  /** A child logger bound to the cluster. */
+  logger: Logger;
+  /**
+   * Told of every failed request to the registry, by a stable error code (metrics). Passed only to
+   * kinds whose descriptor sets `reportsRequestErrors`; the others are wrapped by the caller.
+   */
+  onRequestError?: ((code: string) => void) | undefined;
+}
+
+/**
+ * A registry kind, as one module (`adapters/<kind>/index.ts`) describes it. The list of
+ * descriptors (`adapters/kinds.ts`) is the only place kinds are named: the API's validation, the
+ * node's adapter factories, the nacos-sync cluster types and the dashboard's kind choices all derive
+ * from it. The model only defines the shape (it cannot import adapters): `ClusterSpec.kind` is a
+ * string, checked against the list wherever a cluster enters.
+ */
+export interface KindDescriptor<Name extends string = string> {
+  /** The `kind` of a cluster: lowercase, stable (stored in Redis and in cluster files). */
+  readonly name: Name;
+  /** How the dashboard names the kind. */
+  readonly label: string;
+  /** The port of an endpoint given without one (nacos-sync connect keys, docs). */
+  readonly defaultPort: number;
+  /** Whether a cluster needs at least one endpoint; false where the kind finds its server otherwise (a kubeconfig). */
+  readonly endpointsRequired: boolean;
+  /** The nacos-sync `clusterType` this kind serves (`/v1/cluster/add`); absent: nacos-sync cannot create it. */
+  readonly nacosSyncType?: string | undefined;
+  /** Every option the kind reads from `ClusterSpec.options`; any other key is refused (except {@link SHARED_CLUSTER_OPTIONS}). */
+  readonly options: readonly KindOption[];
+  /**
+   * Checks a cluster's endpoints and options as the factory will, without connecting or reading
+   * files; throws `ClusterConfigError` naming the setting.
+   */
+  validate(spec: ClusterSpec): void;
+  /** Builds the adapter of one cluster of this kind. */
+  create(spec: ClusterSpec, deps: KindDeps): RegistryAdapter;
+  /** True when `create` reports failed requests through `deps.onRequestError` itself. */
+  readonly reportsRequestErrors: boolean;
+}
+
+/** `options.aliases`: read by the engine, not by any adapter. */
+export const ALIASES_OPTION = 'aliases';
+/** `options.nacosSyncName`: read by the nacos-sync compatible API, not by any adapter. */
+export const NACOS_SYNC_NAME_OPTION = 'nacosSyncName';
+
+/** Options every cluster may have whatever its kind: regsync reads them, adapters do not. */
+export const SHARED_CLUSTER_OPTIONS: readonly KindOption[] = [
+  {
+    name: ALIASES_OPTION,
+    description: 'Other ids this cluster has in other sync tools (nacos-sync cluster ids): copies marked with them are never sent back here.',
+  },
+  {
+    name: NACOS_SYNC_NAME_OPTION,
+    description: 'The nacos-sync clusterName of a cluster created through /v1/cluster/add.',
+  },
+];
