@@ -19,7 +19,7 @@ import type { TaskControl } from './control.js';
 import type { HeartbeatScheduler } from './heartbeat-scheduler.js';
 import type { LiveSets } from './live-sets.js';
 import type { SourceAddresses } from './source-addresses.js';
-import type { EngineStore, Reconciler } from './reconciler.js';
+import { Reconciler, type EngineStore, type ReconcilerOptions } from './reconciler.js';
 
 /**
  * Since when the service syncs of `*` tasks have been missing from their source's list, kept where
@@ -65,8 +65,9 @@ export interface SyncEngineOptions {
   adapters: AdapterPool;
   queue: ReconcileSink;
   heartbeats: HeartbeatScheduler;
-  reconciler: Reconciler;
   logger: Logger;
+  /** What the engine's {@link Reconciler} needs besides what the engine shares with it. */
+  reconcile?: Pick<ReconcilerOptions, 'cmdb' | 'observer'>;
   /** The shard of a service sync key; default: everything is shard 0. */
   shardOf?: (key: string) => number;
   /**
@@ -89,7 +90,8 @@ export interface SyncEngineOptions {
   missing: MissingServiceMarks;
   /**
    * A service a `*` task's source stops listing is dropped only when a list this much later still
-   * misses it (a source glitch must not remove copies). Default 3000 ms.
+   * misses it (a source glitch must not remove copies); the reconcile's guards wait as long for
+   * their confirming reads (`ReconcilerOptions.confirmEmptyMs`). Default 3000 ms.
    */
   confirmMs?: number;
 }
@@ -110,6 +112,8 @@ export function taskKeyPrefix(taskId: string): string {
  * the task, which {@link activeTask} answers from memory).
  */
 export class SyncEngine implements TaskControl {
+  /** Runs the reconciles of this process's shard workers, with the tasks as this engine runs them. */
+  readonly reconciler: Reconciler;
   private readonly active = new Map<string, ActiveTask>();
   private readonly log: Logger;
   private readonly shardOf: (key: string) => number;
@@ -120,6 +124,21 @@ export class SyncEngine implements TaskControl {
     this.log = opts.logger.child({ component: 'engine' });
     this.shardOf = opts.shardOf ?? (() => 0);
     this.leads = opts.leads ?? (() => true);
+    const { store, adapters, heartbeats, logger, liveSets, sourceAddresses } = opts;
+    this.reconciler = new Reconciler({
+      store,
+      adapters,
+      heartbeats,
+      logger,
+      shardOf: this.shardOf,
+      leads: this.leads,
+      ...(liveSets ? { liveSets } : {}),
+      sourceAddresses,
+      ...opts.reconcile,
+      confirmEmptyMs: this.confirmMs(),
+      activeTask: (taskId) => this.activeTask(taskId),
+      stillListed: (key) => this.stillListed(key),
+    });
   }
 
   /**
@@ -163,8 +182,8 @@ export class SyncEngine implements TaskControl {
   /** Another process removes the task: stop it here and let reconciles under way finish. */
   async stopTask(taskId: string): Promise<void> {
     this.deactivate(taskId);
-    await this.opts.reconciler.drain(taskId);
-    this.opts.reconciler.forget(taskKeyPrefix(taskId));
+    await this.reconciler.drain(taskId);
+    this.reconciler.forget(taskKeyPrefix(taskId));
   }
 
   /** This process no longer leads `shard`: stop its watches and beats at once. */
@@ -226,7 +245,7 @@ export class SyncEngine implements TaskControl {
     const known = new Map<string, ServiceKey>();
     for (const [key, s] of this.active.get(taskId)?.services ?? []) known.set(key, s.service);
     this.deactivate(taskId);
-    await this.opts.reconciler.drain(taskId);
+    await this.reconciler.drain(taskId);
     if (!task) return;
     for (const status of await this.opts.store.listServiceStatus(taskId)) {
       known.set(serviceSyncKey({ taskId, service: status.service }), status.service);
@@ -237,12 +256,12 @@ export class SyncEngine implements TaskControl {
     }
     let removed = 0;
     for (const [key, service] of known) {
-      removed += await this.opts.reconciler.removeCopies(task, service, key);
+      removed += await this.reconciler.removeCopies(task, service, key);
       await this.opts.store.deleteServiceStatus(taskId, service);
       await this.opts.liveSets?.remove(key, this.shardOf(key));
     }
     await this.opts.missing.clear(taskId);
-    this.opts.reconciler.forget(taskKeyPrefix(taskId));
+    this.reconciler.forget(taskKeyPrefix(taskId));
     this.log.info({ task: taskId, removed }, 'task removed with its copies');
   }
 

@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AdapterPool } from '../../src/engine/adapter-pool.js';
 import { HeartbeatScheduler } from '../../src/engine/heartbeat-scheduler.js';
-import { Reconciler } from '../../src/engine/reconciler.js';
 import { SyncEngine } from '../../src/engine/sync-engine.js';
 import { silentLogger } from '../../src/log.js';
 import { MARK_TASK, serviceSyncKey, type TaskSpec } from '../../src/model/index.js';
@@ -109,18 +108,15 @@ describe('guards across replicas', () => {
       const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: (spec) => registries.get(spec.id) as FakeAdapter }, logger);
       const heartbeats = new HeartbeatScheduler({ logger });
       const queued: string[] = [];
-      const reconciler: Reconciler = new Reconciler({ store, adapters, heartbeats, logger, activeTask: (id) => engine.activeTask(id) });
-      const engine: SyncEngine = new SyncEngine({
+      return new SyncEngine({
         store,
         adapters,
         heartbeats,
-        reconciler,
         logger,
         queue: { enqueue: async (key) => void queued.push(key) },
         missing: new MissingServices(r.redis, r.prefix),
         confirmMs: 3_000,
       });
-      return engine;
     });
     try {
       for (const engine of engines) await engine.start();

@@ -1,0 +1,130 @@
+import type { Logger } from 'pino';
+import { KINDS } from '../../adapters/kinds.js';
+import { shardOf, type Deployment, type ShardCoordinator } from '../coord/index.js';
+import { AdapterPool, type AdapterFactory } from '../engine/adapter-pool.js';
+import { ControlBus } from '../engine/control-bus.js';
+import { HeartbeatScheduler } from '../engine/heartbeat-scheduler.js';
+import { LiveSets } from '../engine/live-sets.js';
+import { combineObservers } from '../engine/observer.js';
+import { SourceAddresses } from '../engine/source-addresses.js';
+import { SyncEngine } from '../engine/sync-engine.js';
+import { countingRequestErrors } from '../metrics/adapter-errors.js';
+import { RegsyncMetrics, TaskEventLog } from '../metrics/index.js';
+import { ShardQueues } from '../queue/shard-queue.js';
+import { MissingServices, RegsyncStore } from '../store/index.js';
+import type { CmdbCache } from '../cmdb/cache.js';
+import type { Connections } from './connections.js';
+
+/** What {@link buildCore} takes from the process's settings. */
+export interface CoreSettings {
+  prefix: string;
+  logger: Logger;
+  workerId?: string | undefined;
+  confirmEmptyMs?: number | undefined;
+  changeDelayMs?: number | undefined;
+  adapters?: Readonly<Record<string, AdapterFactory>> | undefined;
+  cmdb?: { cache: CmdbCache; describe: string } | undefined;
+}
+
+/**
+ * Which shards this process leads, as its shard coordinator says once the worker role attached
+ * one; until then (and in a process without the worker role) none.
+ */
+export class Leadership {
+  private coordinator: ShardCoordinator | undefined;
+
+  attach(coordinator: ShardCoordinator): void {
+    this.coordinator = coordinator;
+  }
+
+  readonly leads = (shard: number): boolean => this.coordinator?.isLeading(shard) ?? false;
+  readonly soleReplica = (shard: number): boolean => this.coordinator?.soleReplica(shard) ?? false;
+}
+
+/** The parts every role of a process shares: built at once, started by the roles. */
+export interface NodeCore {
+  /** The deployment's shards and replicas; an API-only process replaces it as the workers store it. */
+  deployment: Deployment;
+  shardOfKey: (key: string) => number;
+  store: RegsyncStore;
+  metrics: RegsyncMetrics;
+  events: TaskEventLog;
+  adapters: AdapterPool;
+  heartbeats: HeartbeatScheduler;
+  queues: ShardQueues;
+  liveSets: LiveSets;
+  bus: ControlBus;
+  leadership: Leadership;
+  engine: SyncEngine;
+}
+
+/**
+ * Builds the shared parts of a process, in dependency order and without I/O: the store, metrics
+ * and the task event log (which follow the engine through its observer: the engine knows
+ * neither), one adapter factory per kind, the queues, and the engine with its reconciler.
+ */
+export function buildCore(settings: CoreSettings, connections: Connections, deployment: Deployment): NodeCore {
+  const { prefix, logger } = settings;
+  const redis = connections.store;
+  const current = { deployment };
+  const shardOfKey = (key: string): number => shardOf(key, current.deployment.shards);
+  const store = new RegsyncStore(redis, prefix);
+  const metrics = new RegsyncMetrics({ logger });
+  const events = new TaskEventLog({ redis, prefix, logger, connect: () => connections.connect({ maxRetriesPerRequest: null }) });
+  const observer = combineObservers(metrics, events.observer);
+  const adapters = new AdapterPool((id) => store.getCluster(id), { ...kindFactories(metrics), ...settings.adapters }, logger);
+  const heartbeats = new HeartbeatScheduler({ logger, observer });
+  const queues = new ShardQueues({ connection: connections.queue, prefix: `${prefix}:bull`, changeDelayMs: settings.changeDelayMs }, shardOfKey);
+  const liveSets = new LiveSets(redis, prefix);
+  const leadership = new Leadership();
+  // Which addresses each service sync reads matters only for CMDB changes.
+  const sourceAddresses = settings.cmdb ? new SourceAddresses() : undefined;
+  const engine = new SyncEngine({
+    store,
+    adapters,
+    queue: queues,
+    heartbeats,
+    logger,
+    shardOf: shardOfKey,
+    leads: leadership.leads,
+    readsHere: leadership.soleReplica,
+    liveSets,
+    missing: new MissingServices(redis, prefix),
+    reconcile: { cmdb: settings.cmdb?.cache, observer },
+    ...(sourceAddresses ? { sourceAddresses } : {}),
+    ...(settings.confirmEmptyMs !== undefined ? { confirmMs: settings.confirmEmptyMs } : {}),
+  });
+  const bus = new ControlBus(redis, prefix, logger.child({ component: 'control' }), settings.workerId);
+  return {
+    get deployment() {
+      return current.deployment;
+    },
+    set deployment(next: Deployment) {
+      current.deployment = next;
+    },
+    shardOfKey,
+    store,
+    metrics,
+    events,
+    adapters,
+    heartbeats,
+    queues,
+    liveSets,
+    bus,
+    leadership,
+    engine,
+  };
+}
+
+/** One factory per kind, each counting its failed requests: through the kind's own hook, else by wrapping its calls. */
+function kindFactories(metrics: RegsyncMetrics): Record<string, AdapterFactory> {
+  return Object.fromEntries(
+    KINDS.map((kind): [string, AdapterFactory] => [
+      kind.name,
+      (spec, deps) => {
+        const onRequestError = (code: string) => metrics.adapterRequestError(spec.id, code);
+        return kind.reportsRequestErrors ? kind.create(spec, { ...deps, onRequestError }) : countingRequestErrors(kind.create(spec, deps), onRequestError);
+      },
+    ]),
+  );
+}
