@@ -5,8 +5,8 @@ import { GlobError } from './glob-error.js';
 const matches = (pattern: string, name: string): boolean => compileGlobs([pattern])(name);
 
 /**
- * Patterns and names with the answers picomatch 4 gave with `{ dot: true }`, the matcher these
- * globs replace: the syntax the README documents keeps its meaning.
+ * Patterns and names with the answers of picomatch 4 with `{ dot: true }`, a backtracking glob
+ * library: the syntax the README documents means what operators know from such libraries.
  */
 const PICOMATCH_CASES: ReadonlyArray<[string, string, boolean]> = [
   ['*', 'orders', true],
@@ -90,7 +90,7 @@ describe('compileGlobs', () => {
   });
 
   it('reads a set negated with "!" as the shell does, and parentheses as the characters they are', () => {
-    // picomatch 4 read `[!a]` as "! or a" and `a(b)` as a regular-expression group matching "ab".
+    // picomatch 4 reads `[!a]` as "! or a" and `a(b)` as a regular-expression group matching "ab".
     expect(matches('svc-[!a]', 'svc-b')).toBe(true);
     expect(matches('svc-[!a]', 'svc-a')).toBe(false);
     expect(matches('a(b)', 'ab')).toBe(false);
