@@ -100,15 +100,28 @@ export function compileGlobs(patterns: readonly string[]): (name: string) => boo
   };
 }
 
-/** What is wrong with `patterns` (prefixed with `field[i]`), or undefined when they compile. */
+/**
+ * {@link compileGlobs} for the patterns of a field: a {@link GlobError} names the pattern as
+ * `field[i] "pattern": ...`, in words an operator can act on.
+ */
+export function compileGlobsOf(field: string, patterns: readonly string[]): (name: string) => boolean {
+  try {
+    return compileGlobs(patterns);
+  } catch (err) {
+    if (!(err instanceof GlobError)) throw err;
+    throw new GlobError(`${field}[${err.index}] ${JSON.stringify(patterns[err.index])}: ${err.message}`, err.index);
+  }
+}
+
+/** What is wrong with the patterns of `field`, as {@link compileGlobsOf} says it, or undefined when they compile. */
 export function globsProblem(field: string, patterns: readonly string[] | undefined): string | undefined {
   if (patterns === undefined) return undefined;
   try {
-    compileGlobs(patterns);
+    compileGlobsOf(field, patterns);
     return undefined;
   } catch (err) {
-    if (!(err instanceof GlobError)) throw err;
-    return `${field}[${err.index}] ${JSON.stringify(patterns[err.index])}: ${err.message}`;
+    if (err instanceof GlobError) return err.message;
+    throw err;
   }
 }
 
@@ -126,6 +139,11 @@ function compileOne(source: string, index: number): Compiled {
   const exact = new Set<string>();
   const patterns: Pattern[] = [];
   for (const expanded of expandBraces(negated ? source.slice(1) : source, fail)) {
+    if (!/[\\*?[(]/.test(expanded)) {
+      // No wildcard, escape or extglob: a name.
+      exact.add(expanded);
+      continue;
+    }
     const pattern = parsePattern(expanded, fail);
     const only = pattern.segments[0];
     if (pattern.segments.length === 1 && only?.literal !== undefined) exact.add(only.literal);
@@ -165,8 +183,11 @@ function expandBraces(source: string, fail: (message: string) => never): string[
       } else if (c === '}') {
         fail('"}" has no "{" (write \\} for the character itself)');
       } else {
-        out = out.map((s) => s + c);
-        i += 1;
+        let end = i + 1;
+        while (end < source.length && !'\\[{},'.includes(source[end] as string)) end += 1;
+        const text = source.slice(i, end);
+        out = out.map((s) => s + text);
+        i = end;
       }
     }
     return out;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_MATCHED_NAME_LENGTH, mapService, mappingClashes, metadataFilter, serviceFilter, taskRuleProblem } from './task-rules.js';
+import { GlobError } from './glob-error.js';
 import type { TaskOptions } from './types.js';
 
 const svc = (name: string, group = 'DEFAULT_GROUP', namespace = 'public') => ({ namespace, group, name });
@@ -27,6 +28,11 @@ describe('serviceFilter', () => {
     expect(keep(`${'a'.repeat(MAX_MATCHED_NAME_LENGTH)}b`)).toBe(false);
     expect(serviceFilter({})('x'.repeat(MAX_MATCHED_NAME_LENGTH))).toBe(true);
     expect(serviceFilter({})('x'.repeat(MAX_MATCHED_NAME_LENGTH + 1))).toBe(false);
+  });
+
+  it('throws for patterns the API refuses (a task stored by other means), naming the field', () => {
+    expect(() => serviceFilter({ exclude: ['ok', '{a,b'] })).toThrow(new GlobError('options.exclude[1] "{a,b": "{" is never closed (write \\{ for the character itself)', 1));
+    expect(() => metadataFilter({ metadataDeny: ['[[:digit:]]'] })).toThrow(/^options\.mapping\.metadataDeny\[0\] .*POSIX classes/);
   });
 });
 

@@ -1,4 +1,4 @@
-import { compileGlobs, globsProblem } from './glob.js';
+import { compileGlobsOf, globsProblem } from './glob.js';
 import { DEFAULT_EXCLUDE, serviceKeyString, type ServiceKey, type ServiceMapping, type TaskOptions, type TaskSpec } from './types.js';
 
 /** The wildcard of `service`, `group` and `namespace`: every one. */
@@ -11,10 +11,25 @@ export const ANY = '*';
  */
 export const MAX_MATCHED_NAME_LENGTH = 512;
 
-/** A matcher of names against globs (see `./glob.ts`); none: matches nothing. */
-function matcher(patterns: readonly string[]): (name: string) => boolean {
+/** Compiled matchers kept, by pattern list (the oldest goes first). */
+const KEPT_MATCHERS = 128;
+const matchers = new Map<string, (name: string) => boolean>();
+
+/**
+ * A matcher of names against the globs of `field` (see `./glob.ts`); none: matches nothing.
+ * Matchers are kept, since every reconcile asks for its task's metadata filter and every listing
+ * of the source for its service filter. Throws `GlobError` naming the field.
+ */
+function matcher(field: string, patterns: readonly string[]): (name: string) => boolean {
   if (patterns.length === 0) return () => false;
-  return compileGlobs(patterns);
+  const key = JSON.stringify(patterns);
+  let found = matchers.get(key);
+  if (found === undefined) {
+    found = compileGlobsOf(field, patterns);
+    if (matchers.size >= KEPT_MATCHERS) matchers.delete(matchers.keys().next().value as string);
+    matchers.set(key, found);
+  }
+  return found;
 }
 
 /**
@@ -24,8 +39,8 @@ function matcher(patterns: readonly string[]): (name: string) => boolean {
  * {@link taskRuleProblem} refuses.
  */
 export function serviceFilter(options: Pick<TaskOptions, 'include' | 'exclude'>): (name: string) => boolean {
-  const include = options.include === undefined ? () => true : matcher(options.include);
-  const exclude = matcher(options.exclude ?? DEFAULT_EXCLUDE);
+  const include = options.include === undefined ? () => true : matcher('options.include', options.include);
+  const exclude = matcher('options.exclude', options.exclude ?? DEFAULT_EXCLUDE);
   return (name) => name.length <= MAX_MATCHED_NAME_LENGTH && include(name) && !exclude(name);
 }
 
@@ -50,8 +65,8 @@ function lookup(map: Record<string, string> | undefined, key: string): string {
  */
 export function metadataFilter(mapping: ServiceMapping | undefined): ((key: string) => boolean) | undefined {
   if (mapping?.metadataAllow === undefined && mapping?.metadataDeny === undefined) return undefined;
-  const allow = mapping.metadataAllow === undefined ? () => true : matcher(mapping.metadataAllow);
-  const deny = matcher(mapping.metadataDeny ?? []);
+  const allow = mapping.metadataAllow === undefined ? () => true : matcher('options.mapping.metadataAllow', mapping.metadataAllow);
+  const deny = matcher('options.mapping.metadataDeny', mapping.metadataDeny ?? []);
   return (key) => key.length <= MAX_MATCHED_NAME_LENGTH && allow(key) && !deny(key);
 }
 
