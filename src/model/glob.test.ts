@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileGlobs, globsProblem, MAX_GLOB_EXPANSIONS, MAX_GLOB_LIST_EXPANSIONS, MAX_GLOB_LIST_WEIGHT } from './glob.js';
+import { compileGlobs, globsProblem, MAX_GLOB_EXPANSIONS, MAX_GLOB_LIST_EXPANSIONS, MAX_GLOB_LIST_WEIGHT, MAX_GLOB_LIST_WILDCARDS } from './glob.js';
 import { GlobError } from './glob-error.js';
 
 const matches = (pattern: string, name: string): boolean => compileGlobs([pattern])(name);
@@ -118,6 +118,49 @@ describe('compileGlobs', () => {
     expect(matches('{Z..a}', '\\')).toBe(true);
   });
 
+  it('agrees with a regular expression of the same pattern on random patterns and names', () => {
+    // Small inputs, where backtracking costs nothing; sets and wildcards beyond 32 atoms in a row too.
+    let seed = 15;
+    const random = (n: number): number => {
+      seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+      return (seed >>> 16) % n;
+    };
+    const pieces: ReadonlyArray<[string, string]> = [
+      ['a', 'a'],
+      ['b', 'b'],
+      ['\u00e4', '\u00e4'],
+      ['/', '\\/'],
+      ['?', '[\\s\\S]'],
+      ['*', '[\\s\\S]*'],
+      ['[ab]', '[ab]'],
+      ['[!a]', '[^a]'],
+      ['[^\u00e4-\u00f6]', '[^\u00e4-\u00f6]'],
+      ['[a\u00e4]', '[a\u00e4]'],
+    ];
+    const names = ['a', 'b', '\u00e4', '/', '\u00f6'];
+    let compared = 0;
+    for (let round = 0; round < 3000; round += 1) {
+      // One round in five: a star, then 33 to 40 single-character tests (mostly "?"), then a star.
+      const long = random(5) === 0;
+      let [glob, regex] = long ? ['*', '[\\s\\S]*'] : ['', ''];
+      for (let n = long ? 33 + random(8) : 1 + random(8); n > 0; n -= 1) {
+        const [g, r] = (long ? (random(4) > 0 ? pieces[4] : pieces[[0, 1, 2, 6, 7, 8, 9][random(7)] as number]) : pieces[random(pieces.length)]) as [string, string];
+        glob += g;
+        regex += r;
+      }
+      if (long) [glob, regex] = [`${glob}*`, `${regex}[\\s\\S]*`];
+      const expected = new RegExp(`^${regex}$`);
+      const match = compileGlobs([glob]);
+      for (let k = 0; k < 20; k += 1) {
+        let name = '';
+        for (let n = long ? 30 + random(30) : 1 + random(12); n > 0; n -= 1) name += names[random(names.length)];
+        expect(match(name), `${glob} against ${name}`).toBe(expected.test(name));
+        compared += 1;
+      }
+    }
+    expect(compared).toBe(60_000);
+  });
+
   it('answers the backtracking pattern at once, however long the name', () => {
     const hostile = compileGlobs(['*a*a*a*a*a*a*a*a*a*a*a*a*b']);
     expect(hostile('a'.repeat(64))).toBe(false);
@@ -159,9 +202,12 @@ describe('pattern problems', () => {
     expect(globsProblem('options.include', Array.from({ length: 256 }, (_, i) => `a-quite-long-service-name-${i}`.repeat(8)))).toBeUndefined();
   });
 
-  it('bounds a whole list: alternatives, and the length of patterns with wildcards', () => {
+  it('bounds a whole list: alternatives, those with wildcards, and the length of patterns with wildcards', () => {
     const alternatives = Array.from({ length: MAX_GLOB_LIST_EXPANSIONS / 64 + 1 }, (_, i) => `s${i}-{1..64}`);
     expect(globsProblem('options.exclude', alternatives)).toMatch(new RegExp(`^options\\.exclude\\[16\\] .*more than ${MAX_GLOB_LIST_EXPANSIONS} alternatives together`));
+    const wildcards = Array.from({ length: MAX_GLOB_LIST_WILDCARDS / 32 + 1 }, (_, i) => `s${i}-{1..32}*`);
+    expect(globsProblem('options.exclude', wildcards)).toMatch(new RegExp(`^options\\.exclude\\[4\\] .*more than ${MAX_GLOB_LIST_WILDCARDS} alternatives with wildcards together`));
+    expect(globsProblem('options.exclude', wildcards.slice(1))).toBeUndefined();
     const long = Array.from({ length: Math.ceil(MAX_GLOB_LIST_WEIGHT / 200) + 1 }, (_, i) => `${i}*${'x'.repeat(198)}`);
     const err = (() => {
       try {

@@ -15,8 +15,11 @@ import { GlobError } from './glob-error.js';
  * compile time (a bounded number of alternatives), and a pattern is split at its stars into
  * segments of single-character tests: the first segment must match the start of the name, the last
  * one its end, and each one between is searched leftmost after the previous one. Leftmost is always
- * right for star-only patterns, so nothing is ever retried, and a match costs at most
- * (name length x pattern length) character tests; literal segments use `String.indexOf`.
+ * right for star-only patterns, so nothing is ever retried: each pattern is one pass over the
+ * name, searching literal segments with `String.indexOf` and the others with shift-and (32
+ * single-character tests a word operation, a bisection to find the mask of a character beyond
+ * ASCII). A name costs at most about (its length x (the patterns + their length / 32)) steps,
+ * whatever the patterns and the name.
  *
  * Deliberately left out: extglobs (`@(a|b)`, `+(a)`, ...) and POSIX classes (`[[:alpha:]]`),
  * which are refused rather than read as literal text.
@@ -28,10 +31,12 @@ export const MAX_GLOB_LENGTH = 255;
 export const MAX_GLOB_EXPANSIONS = 64;
 /** Most patterns a list may hold once braces are expanded. */
 export const MAX_GLOB_LIST_EXPANSIONS = 1024;
+/** Most of those that have a wildcard: each one is a pass over the name. */
+export const MAX_GLOB_LIST_WILDCARDS = 128;
 /**
  * Most characters the patterns of a list that contain a wildcard may have together, once braces
- * are expanded: the factor by which a name's length multiplies the worst cost of matching it.
- * Patterns without wildcards are exact names, looked up in a set, and do not count.
+ * are expanded, which bounds the size of the search tables. Patterns without wildcards are exact
+ * names, looked up in a set, and do not count.
  */
 export const MAX_GLOB_LIST_WEIGHT = 4096;
 
@@ -48,6 +53,29 @@ interface CharSet {
 interface Segment {
   atoms: Atom[];
   literal: string | undefined;
+  /** For a segment that is not literal: its shift-and search tables, built on first use. */
+  search?: ShiftAnd | undefined;
+}
+
+/**
+ * Shift-and (bitap) tables of a segment of k atoms: bit j of a character's mask is set when atom j
+ * accepts the character; the state after each character of the name has bit j set when the last
+ * j + 1 characters match the first j + 1 atoms. One pass over the name finds the leftmost match,
+ * in (name length x k / 32) word operations, whatever the name.
+ */
+interface ShiftAnd {
+  /** 32-bit words per mask and state. */
+  words: number;
+  /** Masks of the character codes below 128, `words` each. */
+  ascii: Int32Array;
+  /**
+   * Codes from 128 up fall into intervals over which every atom answers the same: the first code
+   * of each (ascending, the first one 128), and their masks, `words` each.
+   */
+  wideStarts: number[];
+  wide: Int32Array;
+  /** Scratch: the state (matching runs one at a time). */
+  state: Int32Array;
 }
 
 /** One brace-free pattern: the segments between its stars (one segment: no star). */
@@ -74,13 +102,18 @@ export function compileGlobs(patterns: readonly string[]): (name: string) => boo
   const plain: Pattern[] = [];
   const negated: Compiled[] = [];
   let expansions = 0;
+  let wildcards = 0;
   let weight = 0;
   for (const [index, source] of patterns.entries()) {
     const compiled = compileOne(source, index);
     expansions += compiled.exact.size + compiled.patterns.length;
+    wildcards += compiled.patterns.length;
     weight += compiled.patterns.reduce((sum, p) => sum + weightOf(p), 0);
     if (expansions > MAX_GLOB_LIST_EXPANSIONS) {
       throw new GlobError(`the patterns expand to more than ${MAX_GLOB_LIST_EXPANSIONS} alternatives together`, index);
+    }
+    if (wildcards > MAX_GLOB_LIST_WILDCARDS) {
+      throw new GlobError(`the patterns expand to more than ${MAX_GLOB_LIST_WILDCARDS} alternatives with wildcards together`, index);
     }
     if (weight > MAX_GLOB_LIST_WEIGHT) {
       throw new GlobError(`the patterns with wildcards are longer than ${MAX_GLOB_LIST_WEIGHT} characters together (braces expanded)`, index);
@@ -342,22 +375,76 @@ function find(segment: Segment, name: string, from: number, end: number): number
     const at = name.indexOf(segment.literal, from);
     return at >= 0 && at <= last ? at : -1;
   }
-  for (let at = from; at <= last; at += 1) if (matchAt(segment, name, at)) return at;
+  if (last < from) return -1;
+  segment.search ??= shiftAnd(segment.atoms);
+  const search = segment.search;
+  const { words, ascii, wide, state } = search;
+  const top = words - 1;
+  const topBit = 1 << ((segment.atoms.length - 1) & 31);
+  state.fill(0);
+  for (let pos = from; pos < end; pos += 1) {
+    const code = name.charCodeAt(pos);
+    const mask = code < 128 ? ascii : wide;
+    const offset = code < 128 ? code * words : wideOffset(search, code);
+    let carry = 1;
+    for (let w = 0; w < words; w += 1) {
+      const d = state[w] as number;
+      state[w] = ((d << 1) | carry) & (mask[offset + w] as number);
+      carry = d >>> 31;
+    }
+    if (((state[top] as number) & topBit) !== 0) return pos - segment.atoms.length + 1;
+  }
   return -1;
+}
+
+function shiftAnd(atoms: readonly Atom[]): ShiftAnd {
+  const words = (atoms.length + 31) >> 5;
+  const ascii = masksOf(atoms, words, Array.from({ length: 128 }, (_, code) => code));
+  const bounds = new Set<number>([128]);
+  for (const atom of atoms) {
+    const ranges = typeof atom === 'number' ? (atom >= 0 ? [atom, atom] : []) : atom.ranges;
+    for (let k = 0; k < ranges.length; k += 2) {
+      const [from, to] = [ranges[k] as number, ranges[k + 1] as number];
+      if (to >= 128) bounds.add(Math.max(from, 128)).add(to + 1);
+    }
+  }
+  const wideStarts = [...bounds].sort((x, y) => x - y);
+  return { words, ascii, wideStarts, wide: masksOf(atoms, words, wideStarts), state: new Int32Array(words) };
+}
+
+/** The masks of `codes`, one after the other: bit j set where atom j accepts the code. */
+function masksOf(atoms: readonly Atom[], words: number, codes: readonly number[]): Int32Array {
+  const masks = new Int32Array(codes.length * words);
+  for (const [i, code] of codes.entries()) {
+    for (const [j, atom] of atoms.entries()) {
+      const w = i * words + (j >> 5);
+      if (accepts(atom, code)) masks[w] = (masks[w] as number) | (1 << (j & 31));
+    }
+  }
+  return masks;
+}
+
+/** The offset in `search.wide` of the mask of `code` (128 or more): its interval's, by bisection. */
+function wideOffset(search: ShiftAnd, code: number): number {
+  const starts = search.wideStarts;
+  let [lo, hi] = [0, starts.length - 1];
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if ((starts[mid] as number) <= code) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo * search.words;
+}
+
+function accepts(atom: Atom, code: number): boolean {
+  if (atom === ANY_CHAR) return true;
+  return typeof atom === 'number' ? atom === code : inSet(atom, code);
 }
 
 function matchAt(segment: Segment, name: string, at: number): boolean {
   if (segment.literal !== undefined) return name.startsWith(segment.literal, at);
   const { atoms } = segment;
-  for (let k = 0; k < atoms.length; k += 1) {
-    const atom = atoms[k] as Atom;
-    const code = name.charCodeAt(at + k);
-    if (typeof atom === 'number') {
-      if (atom !== ANY_CHAR && atom !== code) return false;
-    } else if (!inSet(atom, code)) {
-      return false;
-    }
-  }
+  for (let k = 0; k < atoms.length; k += 1) if (!accepts(atoms[k] as Atom, name.charCodeAt(at + k))) return false;
   return true;
 }
 
