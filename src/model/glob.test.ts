@@ -191,6 +191,8 @@ describe('pattern problems', () => {
     ['a'.repeat(256), /at most 255 characters/],
     ['{1..65}', new RegExp(`more than ${MAX_GLOB_EXPANSIONS} alternatives`)],
     ['{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}', /more than 64 alternatives/],
+    [`{${'a,'.repeat(64)}b}`, /more than 64 alternatives/],
+    ['{{1..64},x}', /more than 64 alternatives/],
   ])('refuses %j', (pattern, message) => {
     expect(() => compileGlobs(['ok', pattern])).toThrow(GlobError);
     expect(globsProblem('options.include', ['ok', pattern])).toMatch(new RegExp(`^options\\.include\\[1\\] .*${message.source}`));

@@ -94,8 +94,8 @@ interface Compiled {
 
 /**
  * Compiles `patterns` into one matcher that answers whether a name matches any of them (none:
- * matches nothing; an empty name matches no pattern). Throws {@link GlobError} for a pattern that is malformed, uses unsupported
- * syntax or exceeds the limits above, naming it by its position.
+ * matches nothing; an empty name matches no pattern). Throws {@link GlobError} for a pattern that
+ * is malformed, uses unsupported syntax or exceeds the limits above, naming it by its position.
  */
 export function compileGlobs(patterns: readonly string[]): (name: string) => boolean {
   const exact = new Set<string>();
@@ -229,8 +229,11 @@ function expandBraces(source: string, fail: (message: string) => never): string[
   const group = (): string[] => {
     const start = i;
     const alternatives: string[][] = [];
-    for (;;) {
-      alternatives.push(sequence(true));
+    for (let count = 0; ; ) {
+      const alternative = sequence(true);
+      count += alternative.length;
+      if (count > MAX_GLOB_EXPANSIONS) fail(`braces expand to more than ${MAX_GLOB_EXPANSIONS} alternatives`);
+      alternatives.push(alternative);
       if (source[i] === ',') i += 1;
       else if (source[i] === '}') break;
       else fail('"{" is never closed (write \\{ for the character itself)');
