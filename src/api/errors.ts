@@ -22,7 +22,7 @@ export const API_ERRORS = {
   },
   invalid_rules: {
     status: 400,
-    meaning: "A task's scope or rules cannot work: a wildcard or filter where it means nothing, or mapping rules that would make two services one; the message says which.",
+    meaning: "A task's scope or rules cannot work: a wildcard or filter where it means nothing, mapping rules that would make two services one, or a pattern that is malformed or over the limits; the message says which.",
   },
   unauthorized: {
     status: 401,

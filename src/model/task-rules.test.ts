@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { mapService, mappingClashes, metadataFilter, serviceFilter, taskRuleProblem } from './task-rules.js';
+import { MAX_MATCHED_NAME_LENGTH, mapService, mappingClashes, metadataFilter, serviceFilter, taskRuleProblem } from './task-rules.js';
+import { GlobError } from './glob-error.js';
 import type { TaskOptions } from './types.js';
 
 const svc = (name: string, group = 'DEFAULT_GROUP', namespace = 'public') => ({ namespace, group, name });
@@ -19,6 +20,20 @@ describe('serviceFilter', () => {
     expect(serviceFilter({ exclude: [] })('consumers:x')).toBe(true);
     expect(serviceFilter({ include: [] })('orders')).toBe(false);
   });
+
+  it('answers the backtracking include at once, and leaves out names too long to match', () => {
+    const keep = serviceFilter({ include: ['*a*a*a*a*a*a*a*a*a*a*a*a*b'] });
+    expect(keep('a'.repeat(64))).toBe(false);
+    expect(keep(`${'a'.repeat(63)}b`)).toBe(true);
+    expect(keep(`${'a'.repeat(MAX_MATCHED_NAME_LENGTH)}b`)).toBe(false);
+    expect(serviceFilter({})('x'.repeat(MAX_MATCHED_NAME_LENGTH))).toBe(true);
+    expect(serviceFilter({})('x'.repeat(MAX_MATCHED_NAME_LENGTH + 1))).toBe(false);
+  });
+
+  it('throws for patterns the API refuses (a task stored by other means), naming the field', () => {
+    expect(() => serviceFilter({ exclude: ['ok', '{a,b'] })).toThrow(new GlobError('options.exclude[1] "{a,b": "{" is never closed (write \\{ for the character itself)', 1));
+    expect(() => metadataFilter({ metadataDeny: ['[[:digit:]]'] })).toThrow(/^options\.mapping\.metadataDeny\[0\] .*POSIX classes/);
+  });
 });
 
 describe('mapService', () => {
@@ -36,6 +51,7 @@ describe('metadataFilter', () => {
     const keep = metadataFilter({ metadataAllow: ['app', 'dubbo.*'], metadataDeny: ['dubbo.secret*'] });
     expect(['app', 'dubbo.version', 'dubbo.secretKey', 'other'].filter((k) => keep?.(k))).toEqual(['app', 'dubbo.version']);
     expect(metadataFilter({ prefix: 'x' })).toBeUndefined();
+    expect(metadataFilter({ metadataDeny: ['secret*'] })?.('k'.repeat(MAX_MATCHED_NAME_LENGTH + 1))).toBe(false);
   });
 });
 
@@ -50,6 +66,14 @@ describe('taskRuleProblem', () => {
     expect(taskRuleProblem(all({ mapping: { groups: { A: 'C', B: 'C' } } }))).toMatch(/options\.mapping\.groups maps both "A" and "B" to "C"/);
     expect(taskRuleProblem(all({ mapping: { namespaces: { dev: 'public' } } }))).toMatch(/maps "dev" to "public", whose own services are synced as they are/);
     expect(taskRuleProblem(all({ mapping: { prefix: 'p-', rename: { a: 'p-b' } } }))).toMatch(/sends "a" to "p-b", where service "b" would go/);
+  });
+
+  it('refuses patterns that cannot be compiled, naming the field', () => {
+    expect(taskRuleProblem(all({ include: ['orders-*', '[abc'] }))).toMatch(/^options\.include\[1\] "\[abc": "\[" is never closed/);
+    expect(taskRuleProblem(all({ exclude: ['@(a|b)'] }))).toMatch(/^options\.exclude\[0\] .*extglobs/);
+    expect(taskRuleProblem(all({ mapping: { metadataAllow: ['{a,b'] } }))).toMatch(/^options\.mapping\.metadataAllow\[0\] /);
+    expect(taskRuleProblem({ service: 'orders', group: 'G', namespace: 'public', options: { mapping: { metadataDeny: ['{1..100}'] } } })).toMatch(/^options\.mapping\.metadataDeny\[0\] .*more than 64 alternatives/);
+    expect(taskRuleProblem(all({ include: ['*a*a*a*a*a*a*a*a*a*a*a*a*b'] }))).toBeUndefined();
   });
 
   it('refuses wildcards and filters where they mean nothing', () => {

@@ -1,25 +1,47 @@
-import picomatch from 'picomatch';
+import { compileGlobsOf, globsProblem } from './glob.js';
 import { DEFAULT_EXCLUDE, serviceKeyString, type ServiceKey, type ServiceMapping, type TaskOptions, type TaskSpec } from './types.js';
 
 /** The wildcard of `service`, `group` and `namespace`: every one. */
 export const ANY = '*';
 
-const GLOB = { dot: true } as const;
+/**
+ * Longest service name or metadata key the patterns are matched against. Longer ones are never
+ * synced by a `*` task nor copied under a metadata filter: the cost of a match grows with the
+ * length of the name, which whoever registers in the source chooses.
+ */
+export const MAX_MATCHED_NAME_LENGTH = 512;
 
-/** A matcher of names against globs (`*`, `?`, `[ab]`, `{a,b}`); none: matches nothing. */
-function matcher(patterns: readonly string[]): (name: string) => boolean {
+/** Compiled matchers kept, by pattern list (the oldest goes first). */
+const KEPT_MATCHERS = 128;
+const matchers = new Map<string, (name: string) => boolean>();
+
+/**
+ * A matcher of names against the globs of `field` (see `./glob.ts`); none: matches nothing.
+ * Matchers are kept, since every reconcile asks for its task's metadata filter and every listing
+ * of the source for its service filter. Throws `GlobError` naming the field.
+ */
+function matcher(field: string, patterns: readonly string[]): (name: string) => boolean {
   if (patterns.length === 0) return () => false;
-  return picomatch([...patterns], GLOB);
+  const key = JSON.stringify(patterns);
+  let found = matchers.get(key);
+  if (found === undefined) {
+    found = compileGlobsOf(field, patterns);
+    if (matchers.size >= KEPT_MATCHERS) matchers.delete(matchers.keys().next().value as string);
+    matchers.set(key, found);
+  }
+  return found;
 }
 
 /**
  * Which services of the source a `*` task syncs: those matching `include` (absent: all) and not
- * matching `exclude` (absent: `consumers:*`, the entries Dubbo registers for its consumers).
+ * matching `exclude` (absent: `consumers:*`, the entries Dubbo registers for its consumers), with
+ * names of at most {@link MAX_MATCHED_NAME_LENGTH} characters. Throws `GlobError` for patterns
+ * {@link taskRuleProblem} refuses.
  */
 export function serviceFilter(options: Pick<TaskOptions, 'include' | 'exclude'>): (name: string) => boolean {
-  const include = options.include === undefined ? () => true : matcher(options.include);
-  const exclude = matcher(options.exclude ?? DEFAULT_EXCLUDE);
-  return (name) => include(name) && !exclude(name);
+  const include = options.include === undefined ? () => true : matcher('options.include', options.include);
+  const exclude = matcher('options.exclude', options.exclude ?? DEFAULT_EXCLUDE);
+  return (name) => name.length <= MAX_MATCHED_NAME_LENGTH && include(name) && !exclude(name);
 }
 
 /** The destination service of a source service under `mapping` (the same service without one). */
@@ -37,12 +59,15 @@ function lookup(map: Record<string, string> | undefined, key: string): string {
   return map !== undefined && Object.hasOwn(map, key) ? (map[key] as string) : key;
 }
 
-/** Which metadata keys copies carry under `mapping` (marks are added by the transform regardless). */
+/**
+ * Which metadata keys copies carry under `mapping` (marks are added by the transform regardless);
+ * keys longer than {@link MAX_MATCHED_NAME_LENGTH} characters are not copied under a filter.
+ */
 export function metadataFilter(mapping: ServiceMapping | undefined): ((key: string) => boolean) | undefined {
   if (mapping?.metadataAllow === undefined && mapping?.metadataDeny === undefined) return undefined;
-  const allow = mapping.metadataAllow === undefined ? () => true : matcher(mapping.metadataAllow);
-  const deny = matcher(mapping.metadataDeny ?? []);
-  return (key) => allow(key) && !deny(key);
+  const allow = mapping.metadataAllow === undefined ? () => true : matcher('options.mapping.metadataAllow', mapping.metadataAllow);
+  const deny = matcher('options.mapping.metadataDeny', mapping.metadataDeny ?? []);
+  return (key) => key.length <= MAX_MATCHED_NAME_LENGTH && allow(key) && !deny(key);
 }
 
 /**
@@ -53,6 +78,8 @@ export function metadataFilter(mapping: ServiceMapping | undefined): ((key: stri
  */
 export function taskRuleProblem(spec: Pick<TaskSpec, 'service' | 'group' | 'namespace' | 'options'>): string | undefined {
   const { options } = spec;
+  const patterns = patternProblem(options);
+  if (patterns !== undefined) return patterns;
   if (spec.service !== ANY) {
     if (spec.group === ANY || spec.namespace === ANY) return `group "*" and namespace "*" need service "*" (got service "${spec.service}")`;
     if (options.include !== undefined || options.exclude !== undefined) return `options.include and options.exclude apply to service "*" only`;
@@ -95,6 +122,16 @@ export function taskRuleProblem(spec: Pick<TaskSpec, 'service' | 'group' | 'name
     }
   }
   return undefined;
+}
+
+/** The first pattern of the options that cannot be compiled, named by its field. */
+function patternProblem(options: TaskOptions): string | undefined {
+  return (
+    globsProblem('options.include', options.include) ??
+    globsProblem('options.exclude', options.exclude) ??
+    globsProblem('options.mapping.metadataAllow', options.mapping?.metadataAllow) ??
+    globsProblem('options.mapping.metadataDeny', options.mapping?.metadataDeny)
+  );
 }
 
 function manyToOne(what: string, map: Record<string, string> | undefined): string | undefined {
