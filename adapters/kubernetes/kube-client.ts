@@ -38,9 +38,10 @@ export class KubeClient {
 
   constructor(
     readonly clusterId: string,
-    kc: KubeConfig,
+    given: KubeConfig,
     requestTimeoutMs: number,
   ) {
+    const kc = allowingPlainHttp(given);
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new KubernetesConfigError(clusterId, 'kubeconfig', 'the current context names no cluster');
     this.server = cluster.server;
@@ -195,6 +196,25 @@ function parseStatus(body: unknown): { reason?: string; message?: string } | und
     ...(typeof s.reason === 'string' ? { reason: s.reason } : {}),
     ...(typeof s.message === 'string' ? { message: s.message } : {}),
   };
+}
+
+/**
+ * `kc` itself, or, when its current cluster's server is a plain `http://` URL (as `kubectl proxy`
+ * serves), a copy whose cluster says `insecure-skip-tls-verify`: client-node refuses plain HTTP
+ * without it, though no TLS is there to verify (the flag only picks its HTTP agent then). Left as
+ * it is with a `proxy-url`, where the flag would apply to the proxy's TLS.
+ */
+export function allowingPlainHttp(kc: KubeConfig): KubeConfig {
+  const current = kc.getCurrentCluster();
+  if (!current || current.skipTLSVerify || current.proxyUrl || !current.server.startsWith('http:')) return kc;
+  const plain = new KubeConfig();
+  plain.loadFromOptions({
+    clusters: kc.clusters.map((c) => (c.name === current.name ? { ...c, skipTLSVerify: true } : c)),
+    users: kc.users,
+    contexts: kc.contexts,
+    currentContext: kc.getCurrentContext(),
+  });
+  return plain;
 }
 
 /**

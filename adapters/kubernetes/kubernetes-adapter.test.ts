@@ -552,6 +552,32 @@ describe('KubernetesAdapter configuration', () => {
     }
   });
 
+  it('talks to a plain http:// server, as kubectl proxy serves, without insecure-skip-tls-verify', async () => {
+    const server = await startK8sApiServer();
+    try {
+      const path = join(dir, 'proxy-config');
+      const yaml = server.kubeconfigYaml();
+      expect(yaml).toContain(`server: ${server.url}`);
+      expect(server.url.startsWith('http://')).toBe(true);
+      const plain = yaml.replace(/^\s*insecure-skip-tls-verify: true\n/m, '');
+      expect(plain).not.toContain('insecure-skip-tls-verify');
+      await writeFile(path, plain);
+      server.put('services', nativeService('via-proxy'));
+      const adapter = createKubernetesAdapter(spec({ kubeconfig: path }), { logger: silent });
+      try {
+        const scope = { namespace: 'public', group: 'DEFAULT_GROUP' };
+        expect((await adapter.listServices(scope)).map((s) => s.name)).toEqual(['via-proxy']);
+        // Writes and watches go over the same plain HTTP.
+        await adapter.apply(key('written'), { upsert: [instance()], remove: [] });
+        await waitUntil(async () => (await adapter.listServices(scope)).some((s) => s.name === 'written'), { message: 'the written service is seen' });
+      } finally {
+        await adapter.close();
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
   it('refuses bad definitions before connecting', () => {
     const make = (options: Record<string, unknown>, extra: Partial<ClusterSpec> = {}) => () => createKubernetesAdapter(spec(options, extra), { logger: silent });
     expect(make({}, { kind: 'nacos' })).toThrow(KubernetesConfigError);

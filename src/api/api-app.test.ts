@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import type { InjectOptions } from 'fastify';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { apiHarness, expectError, type ApiHarness } from '../../test/support/api-harness.js';
@@ -184,6 +185,42 @@ describe('limits', () => {
   it('accepts a body just under the default limit', async () => {
     const payload = { id: 'c', kind: 'nacos', endpoints: ['h:1'], options: { aliases: ['x'.repeat(DEFAULT_BODY_LIMIT_BYTES - 200)] } };
     expect((await h.inject({ method: 'POST', url: '/api/v1/clusters', payload })).statusCode).toBe(201);
+  });
+});
+
+describe('requests the HTTP parser refuses', () => {
+  /** Sends `raw` on a fresh connection and answers everything the server wrote until it closed. */
+  async function exchange(raw: string): Promise<{ status: number; contentType: string | undefined; body: unknown }> {
+    await h.app.listen({ host: '127.0.0.1', port: 0 });
+    const address = h.app.server.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    const reply = await new Promise<string>((resolve, reject) => {
+      const socket = connect({ host: '127.0.0.1', port });
+      let text = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (chunk: string) => (text += chunk));
+      // The server may reset the connection while the rest of the request is still being sent.
+      socket.on('error', (err: NodeJS.ErrnoException) => (text ? resolve(text) : reject(err)));
+      socket.on('close', () => resolve(text));
+      socket.once('connect', () => socket.write(raw));
+    });
+    const [head = '', ...rest] = reply.split('\r\n\r\n');
+    const [statusLine = '', ...headers] = head.split('\r\n');
+    const contentType = headers.find((line) => /^content-type:/i.test(line))?.replace(/^content-type:\s*/i, '');
+    return { status: Number(statusLine.split(' ')[1]), contentType, body: JSON.parse(rest.join('\r\n\r\n')) };
+  }
+
+  it('answers an over-long request head 431 headers_too_large in the API shape', async () => {
+    const res = await exchange(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(res.status).toBe(431);
+    expect(res.contentType).toMatch(/^application\/json/);
+    expect(res.body).toEqual({ error: { code: 'headers_too_large', message: expect.any(String) } });
+  });
+
+  it('answers a request that is not HTTP 400 invalid_request in the API shape', async () => {
+    const res = await exchange('HELLO THERE\r\n\r\n');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: { code: 'invalid_request', message: 'the request is not valid HTTP' } });
   });
 });
 

@@ -5,7 +5,7 @@ import { installAuth, registerAuthRoutes } from './auth.js';
 import { installBodyDepthLimit } from './body-depth.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerDashboardRoutes } from './dashboard-routes.js';
-import { installErrorHandling, sendApiError } from './error-handler.js';
+import { answerClientError, installErrorHandling, sendApiError } from './error-handler.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerMetricsRoutes } from './metrics-routes.js';
 import { registerHealthRoutes } from './health-routes.js';
@@ -43,6 +43,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<FastifyInstance> {
     // Ids are at most 253 characters; longer path segments are answered 414 by the router.
     routerOptions: { maxParamLength: 256 },
     frameworkErrors: (error, request, reply) => sendApiError(error, request, reply, log, bodyLimitBytes),
+    clientErrorHandler: answerClientError(log),
     logController: new LogController({ disableRequestLogging: true }),
     loggerInstance: log as FastifyBaseLogger,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },

@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { maskSecretsInText } from '../log.js';
@@ -19,7 +21,9 @@ interface SchemaViolation {
  * ({@link ApiError}), Fastify's own (body parsing, validation, limits) mapped to codes, unknown
  * routes, and anything unexpected (500 `internal`, logged, with a message that reveals nothing).
  * Errors the router raises before any route runs (over-long or malformed URLs) go through
- * {@link sendApiError} from Fastify's `frameworkErrors` option, set where the app is created.
+ * {@link sendApiError} from Fastify's `frameworkErrors` option, and what Node's HTTP parser refuses
+ * before a request exists through {@link answerClientError} (`clientErrorHandler`), both set where
+ * the app is created.
  */
 export function installErrorHandling(app: FastifyInstance, log: Logger, bodyLimitBytes: number): void {
   app.setErrorHandler((error: unknown, request, reply) => sendApiError(error, request, reply, log, bodyLimitBytes));
@@ -46,6 +50,41 @@ export function sendApiError(
   // credentials in them are masked, whatever masked (or forgot to mask) them before.
   body.error.message = maskSecretsInText(body.error.message);
   return reply.code(apiError.status).type('application/json; charset=utf-8').send(body);
+}
+
+/**
+ * Fastify's `clientErrorHandler`: answers what Node's HTTP parser refuses before any request
+ * exists, in the API's shape: a request head longer than Node's `maxHeaderSize` (431
+ * `headers_too_large`), a head or request that came too slowly (408 `request_timeout`), anything
+ * else that is not HTTP (400 `invalid_request`). The connection is closed after the answer, as the
+ * parser cannot go on on it. Logged at debug only: a client's mistake, and one anybody can send.
+ */
+export function answerClientError(log: Logger): (error: Error & { code?: string }, socket: Duplex) => void {
+  return (error, socket) => {
+    // A reset connection has nobody to answer.
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const apiError = clientErrorOf(error);
+    log.debug({ err: error, code: apiError.code }, 'refused a request the HTTP parser could not read');
+    if (socket.writable) {
+      const body = JSON.stringify(apiError.toBody());
+      socket.write(
+        `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status] ?? ''}\r\n` +
+          `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroy(error);
+  };
+}
+
+function clientErrorOf(error: Error & { code?: string }): ApiError {
+  switch (error.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return new ApiError('headers_too_large', 'the request line and headers are longer than the server accepts', { cause: error });
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new ApiError('request_timeout', 'the request did not arrive in time', { cause: error });
+    default:
+      return new ApiError('invalid_request', 'the request is not valid HTTP', { cause: error });
+  }
 }
 
 /** Maps any error a request can raise to the API's error. Exported for tests. */

@@ -39,12 +39,17 @@ export const API_ERRORS = {
     meaning: 'A task with this id exists, or another task already syncs the same service between the same clusters.',
   },
   task_paused: { status: 409, meaning: 'The task is paused; resume it before asking for a resync.' },
+  request_timeout: { status: 408, meaning: 'The request head or body did not arrive in time; the connection is closed.' },
   body_too_large: { status: 413, meaning: 'The body is larger than the configured limit.' },
   uri_too_long: { status: 414, meaning: 'A path segment (such as an id) is far longer than any valid one.' },
   unsupported_media_type: { status: 415, meaning: 'Bodies must be sent as application/json.' },
   rate_limited: {
     status: 429,
     meaning: 'This client address sent more requests than the rate limit allows; `Retry-After` says when to try again.',
+  },
+  headers_too_large: {
+    status: 431,
+    meaning: 'The request line and headers together are longer than the server accepts (16 KiB, Node\'s default); the connection is closed.',
   },
   internal: { status: 500, meaning: 'An unexpected failure; the server log has the details.' },
   cleanup_failed: {

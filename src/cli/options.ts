@@ -7,13 +7,42 @@ export function parsePort(value: string): number {
   return n;
 }
 
-/** Parses a positive duration in milliseconds; accepts a plain number or a `ms`/`s` suffix. */
+const DURATION_UNITS: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1 };
+const DURATION_ORDER = ['h', 'm', 's', 'ms'];
+/** The longest timer Node can arm (about 24.8 days); a longer duration would fire at once. */
+const MAX_DURATION_MS = 2 ** 31 - 1;
+const DURATION_EXAMPLES = 'such as 1500ms, 15s, 2m, 1h or 1m30s';
+
+/**
+ * Parses a positive duration into milliseconds: one or more `<number><unit>` parts with units `h`,
+ * `m`, `s`, `ms`, largest first (`1m30s`, `1.5s`, `250ms`). A bare number is refused rather than
+ * read in some unit, as `--unhealthy-after 15` is as likely meant as seconds as it is as ms
+ * (flags that take plain milliseconds say so in their name, as `--lease-ttl-ms`). Runs in time
+ * linear in the input: one sticky regular expression without nested repetition, token by token.
+ */
 export function parseDuration(value: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s)?$/.exec(value.trim());
-  if (!m) throw new InvalidArgumentError('expected a duration such as 1500, 1500ms or 15s');
-  const n = Number(m[1]) * (m[2] === 's' ? 1000 : 1);
-  if (n <= 0) throw new InvalidArgumentError('expected a duration above zero');
-  return Math.round(n);
+  const text = value.trim();
+  if (/^\d+(?:\.\d+)?$/.test(text)) {
+    throw new InvalidArgumentError(`a duration needs a unit: ${text}ms, ${text}s, ${text}m or ${text}h (${DURATION_EXAMPLES})`);
+  }
+  if (text.length === 0) throw new InvalidArgumentError(`expected a duration ${DURATION_EXAMPLES}`);
+  const part = /(\d+(?:\.\d+)?)(ms|h|m|s)/y;
+  let ms = 0;
+  let last = -1;
+  while (part.lastIndex < text.length) {
+    const m = part.exec(text);
+    const unit = m?.[2];
+    const rank = unit === undefined ? -1 : DURATION_ORDER.indexOf(unit);
+    if (!m || unit === undefined || rank <= last) {
+      throw new InvalidArgumentError(`expected a duration ${DURATION_EXAMPLES}; got ${JSON.stringify(text.slice(0, 40))}`);
+    }
+    last = rank;
+    ms += Number(m[1]) * (DURATION_UNITS[unit] ?? 1);
+  }
+  const rounded = Math.round(ms);
+  if (rounded <= 0) throw new InvalidArgumentError('expected a duration above zero');
+  if (rounded > MAX_DURATION_MS) throw new InvalidArgumentError('expected a duration of at most 596h');
+  return rounded;
 }
 
 /** Collects a repeatable option into a list. */

@@ -10,7 +10,7 @@ export interface ShardView {
   leader: string | null;
   token: number | null;
   leaseTtlLeftMs: number | null;
-  /** How long the leader has held the lease (its fencing token), ms. */
+  /** How long the leader has held the lease (since its token was handed out), ms. */
   leaseAgeMs: number | null;
   replicas: string[];
   queueDepth: number;

@@ -11,7 +11,6 @@ export {
 export { defaultWorkerId, listWorkers, Membership, type MembershipOptions, type WorkerInfo } from './membership.js';
 export {
   acquireLease,
-  checkFence,
   DEFAULT_LEASE_TTL_MS,
   LeaseManager,
   leaseKey,

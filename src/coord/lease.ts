@@ -9,7 +9,11 @@ import { evalScript } from '../util/redis-script.js';
 /** A shard lease as stored at `<prefix>:lease:<shard>`. */
 export interface LeaseRecord {
   owner: string;
-  /** Fencing token: grows with every acquisition of the shard (see ACQUIRE_LEASE for data loss). */
+  /**
+   * Grows with every acquisition of the shard (see ACQUIRE_LEASE for data loss): it tells one
+   * leadership from the next in Redis, the logs and `/api/v1/shards`. Registries cannot see it, so no
+   * write or beat is checked against it; the holder's local deadline bounds its leadership.
+   */
   token: number;
   ttlLeftMs: number;
   /** When this token was handed out (Redis clock, ms since the epoch); absent for leases taken before it was recorded. */
@@ -31,7 +35,7 @@ function leaseValue(owner: string, token: number): string {
 }
 
 /**
- * Takes the shard's lease for `ttlMs` when nobody holds it, with a fencing token one higher than any
+ * Takes the shard's lease for `ttlMs` when nobody holds it, with a token one higher than any
  * before it (INCR of `<prefix>:lease-token:<shard>`). Answers the token, or undefined when held.
  */
 export async function acquireLease(redis: Redis, prefix: string, shard: number, owner: string, ttlMs: number): Promise<number | undefined> {
@@ -70,15 +74,6 @@ export async function readLease(redis: Redis, prefix: string, shard: number): Pr
   return (await readLeases(redis, prefix, [shard]))[0];
 }
 
-/**
- * Whether `token` is still the shard's current lease token: one GET, for a writer that wants to check
- * its fence against Redis right before a write (the local {@link LeaseManager.isValid} needs none).
- */
-export async function checkFence(redis: Redis, prefix: string, shard: number, token: number): Promise<boolean> {
-  const raw = await redis.get(leaseKey(prefix, shard));
-  return raw !== null && parseLease(leaseKey(prefix, shard), raw, 0)?.token === token;
-}
-
 function parseLease(key: string, raw: string | null, ttlLeftMs: number): LeaseRecord | undefined {
   if (raw === null) return undefined;
   const value = JSON.parse(raw) as Partial<LeaseRecord>;
@@ -115,12 +110,16 @@ interface HeldLease {
 }
 
 /**
- * Fenced shard leases held by one owner. A lease is valid locally until `sent + ttlMs - margin`, where
- * `sent` is the monotonic time the acquire or last successful renew was sent: Redis cannot have
- * started the TTL before that moment, so the local deadline always passes before the key expires,
- * and a worker cut off from Redis stops using a lease (see {@link isValid}) before anyone else can
- * take it. Writes downstream carry the fencing token, so a late write from an old holder can be told
- * from the new holder's.
+ * Shard leases held by one owner, bounded by a local deadline. A lease is valid locally until
+ * `sent + ttlMs - margin`, where `sent` is the monotonic time the acquire or last successful renew
+ * was sent: Redis cannot have started the TTL before that moment, so the local deadline always
+ * passes before the key expires, and a worker cut off from Redis stops using a lease (see
+ * {@link isValid}) before anyone else can take it. That is the whole guarantee: it holds as long as
+ * the holder asks {@link isValid} right before each leader-only action (the node does before every
+ * beat, retain and live-set takeover). Nothing downstream checks the token (registries cannot see
+ * it, and a Redis round trip per beat would cost more than the beat): an action sent just before
+ * the deadline may still arrive after it, and only the safety margin separates it from the next
+ * holder's first one (beats and retains are idempotent, so an overlap that short does no harm).
  *
  * Emits `lost` (shard, token) at once when Redis answers a renew with "not yours", and when the local
  * deadline passes without a successful renew (Redis unreachable or too slow); the lease is then
@@ -211,7 +210,11 @@ export class LeaseManager extends EventEmitter<{ lost: [shard: number, token: nu
     }
   }
 
-  /** True while the lease is held and its local deadline has not passed: the test before every fenced write. */
+  /**
+   * True while the lease is held and its local deadline has not passed: the test right before every
+   * leader-only action (beat, retain, live-set takeover). Needs no Redis, so it turns false on time
+   * even while Redis does not answer.
+   */
   isValid(shard: number): boolean {
     const lease = this.held.get(shard);
     return lease !== undefined && performance.now() < lease.deadline;

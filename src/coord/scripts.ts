@@ -43,7 +43,7 @@ return removed
 `;
 
 /**
- * Takes a free lease with a new fencing token. A shard's first token is the Redis time in ms, later
+ * Takes a free lease with a new token. A shard's first token is the Redis time in ms, later
  * ones count up by one, so tokens keep growing even if Redis loses its data (no persistence, failover
  * to a lagging replica), as long as a shard is acquired less than once per millisecond on average.
  * The value is built here so that it carries the new token; it is byte for byte

@@ -46,7 +46,9 @@ export interface ShardCoordinatorOptions {
  *   replica exists (handover to the preferred one). It does not take back a shard it handed over for one
  *   lease TTL, so that a slow preferred replica cannot make the lease flap.
  *
- * Leading is only as good as {@link LeaseManager.isValid}: check {@link isLeading} before a fenced write.
+ * Leading is only as good as {@link LeaseManager.isValid}: ask {@link isLeading} right before every
+ * leader-only action (a beat, a retain, taking over a live set), not once for a batch of them; it
+ * turns false at the lease's local deadline, before `unlead` is emitted for a lease that ran out.
  *
  * Events: `lead` (shard, token), `unlead` (shard, reason), `replicas` (sorted shards this worker
  * serves, when that set changes).
@@ -153,7 +155,10 @@ export class ShardCoordinator extends EventEmitter<{
     return this.sole.has(shard);
   }
 
-  /** Whether this worker leads the shard and the lease's local deadline has not passed. */
+  /**
+   * Whether this worker leads the shard and the lease's local deadline has not passed: no Redis call,
+   * cheap enough for every beat.
+   */
   isLeading(shard: number): boolean {
     return this.led.has(shard) && this.leases.isValid(shard);
   }

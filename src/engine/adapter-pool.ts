@@ -25,8 +25,8 @@ export class ClusterUnavailableError extends Error {
 export class AdapterPool {
   private readonly adapters = new Map<string, Promise<RegistryAdapter>>();
   private readonly specs = new Map<string, ClusterSpec>();
-  /** Counts {@link invalidate} calls. */
-  private invalidations = 0;
+  /** Counts {@link invalidate} calls per cluster id: a build is stale only if its own cluster changed meanwhile. */
+  private readonly invalidations = new Map<string, number>();
 
   constructor(
     private readonly lookup: (clusterId: string) => Promise<ClusterSpec | undefined>,
@@ -38,7 +38,7 @@ export class AdapterPool {
   get(clusterId: string): Promise<RegistryAdapter> {
     let adapter = this.adapters.get(clusterId);
     if (!adapter) {
-      adapter = this.create(clusterId, this.invalidations);
+      adapter = this.create(clusterId, this.invalidations.get(clusterId) ?? 0);
       this.adapters.set(clusterId, adapter);
       // A failed creation is not cached: the next use tries again.
       adapter.catch(() => {
@@ -58,7 +58,7 @@ export class AdapterPool {
     const adapter = this.adapters.get(clusterId);
     this.adapters.delete(clusterId);
     this.specs.delete(clusterId);
-    this.invalidations += 1;
+    this.invalidations.set(clusterId, (this.invalidations.get(clusterId) ?? 0) + 1);
     if (adapter) await adapter.then((a) => a.close()).catch(() => {});
   }
 
@@ -76,8 +76,8 @@ export class AdapterPool {
       throw new ClusterUnavailableError(clusterId, 'unsupported_kind', `cluster ${clusterId}: kind ${spec.kind} is not supported by this build`);
     }
     const adapter = factory(spec, { logger: this.logger.child({ cluster: clusterId }) });
-    // Unless a cluster was invalidated while this adapter was being built (its spec may be stale).
-    if (this.invalidations === invalidations) this.specs.set(clusterId, spec);
+    // Unless this cluster was invalidated while its adapter was being built (its spec may be stale).
+    if ((this.invalidations.get(clusterId) ?? 0) === invalidations) this.specs.set(clusterId, spec);
     return adapter;
   }
 }

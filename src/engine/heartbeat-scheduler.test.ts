@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../log.js';
 import type { ApplyPlan, BeatResult, RegistryAdapter } from '../model/adapter.js';
 import type { Instance, ServiceKey } from '../model/types.js';
@@ -24,8 +24,11 @@ class RecordingDestination implements RegistryAdapter {
   async apply(_service: ServiceKey, plan: ApplyPlan): Promise<void> {
     this.applied.push(plan);
   }
+  /** Date.now() of every beat. */
+  readonly beatTimes: number[] = [];
   async heartbeat(_service: ServiceKey, instance: Instance): Promise<BeatResult> {
     this.beats.set(instance.ip, (this.beats.get(instance.ip) ?? 0) + 1);
+    this.beatTimes.push(Date.now());
     if (this.lost.delete(instance.ip)) return 'unknown';
     return 'ok';
   }
@@ -116,5 +119,91 @@ describe('HeartbeatScheduler', () => {
     for (const [tick, bucket] of wheel) perPhase.set(tick % 10, (perPhase.get(tick % 10) ?? 0) + bucket.size);
     expect(perPhase.size).toBe(10);
     for (const count of perPhase.values()) expect(count).toBeGreaterThan(5);
+  });
+
+  describe('on a fake clock', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+    const ipOf = (i: number): string => `10.${Math.floor(i / 65_536)}.${Math.floor(i / 256) % 256}.${i % 256}`;
+
+    it('gives entries that fell due while stopped a beat soon after start, spread over ticks', async () => {
+      vi.useFakeTimers();
+      const dest = new RecordingDestination();
+      const hb = new HeartbeatScheduler({ tickMs: 10, logger: silentLogger() });
+      const many = Array.from({ length: 200 }, (_, i) => inst(ipOf(i)));
+      hb.set('o1', dest, service, many, many);
+      // Stopped for five intervals: every entry fell due, and nothing beat.
+      await vi.advanceTimersByTimeAsync(500);
+      expect(dest.beatTimes).toHaveLength(0);
+      hb.start();
+      try {
+        // Within half the 100 ms interval (the SOON_MS window of so short an interval).
+        await vi.advanceTimersByTimeAsync(50);
+        for (const instance of many) expect(dest.count(instance.ip)).toBe(1);
+        expect(new Set(dest.beatTimes).size).toBeGreaterThan(3);
+      } finally {
+        hb.stop();
+      }
+    });
+
+    it('beats each of 10,000 instances once per interval, also after a set that overlaps the last one', async () => {
+      vi.useFakeTimers();
+      const dest = new RecordingDestination();
+      const hb = new HeartbeatScheduler({ tickMs: 10, logger: silentLogger() });
+      const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => inst(ipOf(from + i)));
+      const first = range(0, 10_000);
+      const second = range(5_000, 15_000);
+      hb.start();
+      try {
+        // Half of each set just written (joins at its phase), half taken over (beaten soon).
+        hb.set('o1', dest, service, first, first.filter((_, i) => i % 2 === 0));
+        hb.set('o1', dest, service, second, second.filter((_, i) => i % 2 === 1));
+        expect(hb.stats().entries).toBe(10_000);
+        expect(hb.instancesOf('o1')).toHaveLength(10_000);
+        await vi.advanceTimersByTimeAsync(300);
+        for (const instance of range(0, 5_000)) expect(dest.count(instance.ip)).toBe(0);
+        for (const instance of second) expect(dest.count(instance.ip)).toBe(3);
+        // Spread: every 10 ms tick of the 100 ms interval carried beats.
+        expect(new Set(dest.beatTimes.map((t) => Math.floor(t / 10) % 10)).size).toBe(10);
+        hb.clear('o1');
+        expect(hb.stats().entries).toBe(0);
+      } finally {
+        hb.stop();
+      }
+    });
+
+    it('skips beats and re-registrations while mayBeat says no, and beats on once it says yes', async () => {
+      vi.useFakeTimers();
+      const dest = new RecordingDestination();
+      let allowed = true;
+      const asked = new Set<string>();
+      const hb = new HeartbeatScheduler({
+        tickMs: 10,
+        logger: silentLogger(),
+        mayBeat: (owner) => {
+          asked.add(owner);
+          return allowed;
+        },
+      });
+      hb.start();
+      try {
+        hb.set('o1', dest, service, [inst('10.0.0.1'), inst('10.0.0.2')]);
+        await vi.advanceTimersByTimeAsync(100);
+        expect(dest.count('10.0.0.1')).toBe(1);
+        expect(asked).toEqual(new Set(['o1']));
+        allowed = false;
+        dest.lost.add('10.0.0.2');
+        await vi.advanceTimersByTimeAsync(300);
+        expect(dest.count('10.0.0.1')).toBe(1);
+        expect(dest.count('10.0.0.2')).toBe(1);
+        allowed = true;
+        await vi.advanceTimersByTimeAsync(100);
+        expect(dest.count('10.0.0.1')).toBe(2);
+        expect(dest.applied).toEqual([{ upsert: [inst('10.0.0.2')], remove: [] }]);
+      } finally {
+        hb.stop();
+      }
+    });
   });
 });

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BeatResult, RegistryAdapter } from '../model/adapter.js';
 import { instanceId, serviceKeyString, type Instance, type ServiceKey } from '../model/types.js';
@@ -11,6 +10,8 @@ interface Entry {
   service: ServiceKey;
   instance: Instance;
   intervalMs: number;
+  /** Hash of the key: the entry's fixed phase within an interval or a window. */
+  phase: number;
   /** Absolute tick at which the entry beats next. */
   dueTick: number;
   inFlight: boolean;
@@ -33,6 +34,13 @@ export interface HeartbeatOptions {
   logger: Logger;
   /** Told the result of every beat (metrics). */
   observer?: EngineObserver | undefined;
+  /**
+   * Asked right before an owner's beats (once per owner and tick) and before a re-registration:
+   * false skips them, and the entries keep their schedule. The node answers whether this process
+   * still leads the owner's shard within its lease's local deadline, so that beats stop the moment
+   * that deadline passes, before the lease's `lost` is handled. Default: always.
+   */
+  mayBeat?: ((owner: string) => boolean) | undefined;
 }
 
 /**
@@ -48,7 +56,10 @@ export const SOON_MS = 1_000;
  * Beats are spread evenly over the interval (each instance gets a fixed phase from a hash of its key)
  * on a bucketed timer wheel: one timer for the whole process, not one per instance. Beats run apart
  * from reconciles, so they never wait behind them. A beat answered "unknown" registers the instance
- * again. Owners replace their whole set at once (`set`) and stop with `clear`.
+ * again. Owners replace their whole set at once (`set`) and stop with `clear`. A set costs time in
+ * proportion to its size (one service can hold 10,000 instances, and a set runs on the event loop
+ * that also turns the wheel). Entries that fell due while the scheduler was stopped get their beat
+ * within {@link SOON_MS} of `start()`, spread over it.
  */
 export class HeartbeatScheduler {
   private readonly tickMs: number;
@@ -60,17 +71,20 @@ export class HeartbeatScheduler {
   private lastTick: number;
   private readonly counters = { sent: 0, failed: 0, reRegistered: 0, maxLatenessMs: 0 };
   private readonly observer: EngineObserver;
+  private readonly mayBeat: (owner: string) => boolean;
 
   constructor(options: HeartbeatOptions) {
     this.tickMs = options.tickMs ?? 100;
     this.log = options.logger.child({ component: 'heartbeats' });
     this.observer = options.observer ?? NOOP_OBSERVER;
+    this.mayBeat = options.mayBeat ?? (() => true);
     this.lastTick = this.currentTick();
   }
 
   start(): void {
     if (this.timer) return;
     this.lastTick = this.currentTick();
+    this.rescheduleOverdue();
     this.timer = setInterval(() => this.onTick(), this.tickMs);
     this.timer.unref();
   }
@@ -93,10 +107,12 @@ export class HeartbeatScheduler {
       return;
     }
     const intervalMs = Math.max(this.tickMs, adapter.heartbeatIntervalMs ?? 5_000);
+    const justWritten = new Set(written.map(instanceId));
+    const keyPrefix = `${owner}\n${adapter.clusterId}\n${serviceKeyString(service)}\n`;
     const keep = new Set<string>();
     for (const instance of instances) {
       if (!instance.ephemeral) continue;
-      const key = `${owner}\n${adapter.clusterId}\n${serviceKeyString(service)}\n${instanceId(instance)}`;
+      const key = keyPrefix + instanceId(instance);
       keep.add(key);
       const existing = this.entries.get(key);
       if (existing) {
@@ -105,9 +121,9 @@ export class HeartbeatScheduler {
         existing.intervalMs = intervalMs;
         continue;
       }
-      const entry: Entry = { key, owner, adapter, service, instance, intervalMs, dueTick: 0, inFlight: false };
-      const justWritten = written.some((w) => w.ip === instance.ip && w.port === instance.port && w.cluster === instance.cluster);
-      entry.dueTick = justWritten ? this.firstTick(key, intervalMs) : this.soonTick(key, intervalMs);
+      const phase = phaseOf(key);
+      const dueTick = justWritten.has(instanceId(instance)) ? this.firstTick(phase, intervalMs) : this.soonTick(phase, intervalMs);
+      const entry: Entry = { key, owner, adapter, service, instance, intervalMs, phase, dueTick, inFlight: false };
       this.entries.set(key, entry);
       this.schedule(entry);
     }
@@ -153,18 +169,31 @@ export class HeartbeatScheduler {
   }
 
   /** The next tick at this key's fixed phase within the interval, so beats spread evenly. */
-  private firstTick(key: string, intervalMs: number): number {
+  private firstTick(phase: number, intervalMs: number): number {
     const ticksPerInterval = Math.max(1, Math.round(intervalMs / this.tickMs));
-    const phase = createHash('sha1').update(key).digest().readUInt32BE(0) % ticksPerInterval;
     const now = this.currentTick();
-    const base = now - (now % ticksPerInterval) + phase;
+    const base = now - (now % ticksPerInterval) + (phase % ticksPerInterval);
     return base > now ? base : base + ticksPerInterval;
   }
 
   /** A tick within the next SOON_MS (at most half the interval), at this key's phase within that window. */
-  private soonTick(key: string, intervalMs: number): number {
+  private soonTick(phase: number, intervalMs: number): number {
     const window = Math.max(1, Math.round(Math.min(SOON_MS, intervalMs / 2) / this.tickMs));
-    return this.currentTick() + 1 + (createHash('sha1').update(key).digest().readUInt32BE(0) % window);
+    return this.currentTick() + 1 + (phase % window);
+  }
+
+  /**
+   * Gives every entry that fell due while the wheel stood still (the scheduler stopped) a beat within
+   * {@link SOON_MS}, spread over it, and drops the buckets of the ticks that passed meanwhile.
+   */
+  private rescheduleOverdue(): void {
+    const now = this.currentTick();
+    for (const tick of this.wheel.keys()) if (tick <= now) this.wheel.delete(tick);
+    for (const entry of this.entries.values()) {
+      if (entry.dueTick > now) continue;
+      entry.dueTick = this.soonTick(entry.phase, entry.intervalMs);
+      this.schedule(entry);
+    }
   }
 
   private schedule(entry: Entry): void {
@@ -178,6 +207,16 @@ export class HeartbeatScheduler {
 
   private onTick(): void {
     const now = this.currentTick();
+    // Asked once per owner and tick: an owner's beats all go out, or none.
+    const allowed = new Map<string, boolean>();
+    const may = (owner: string): boolean => {
+      let yes = allowed.get(owner);
+      if (yes === undefined) {
+        yes = this.askMayBeat(owner);
+        allowed.set(owner, yes);
+      }
+      return yes;
+    };
     for (let tick = this.lastTick + 1; tick <= now; tick++) {
       const bucket = this.wheel.get(tick);
       if (!bucket) continue;
@@ -190,10 +229,19 @@ export class HeartbeatScheduler {
         entry.intervalMs = Math.max(this.tickMs, entry.adapter.heartbeatIntervalMs ?? entry.intervalMs);
         entry.dueTick = tick + Math.max(1, Math.round(entry.intervalMs / this.tickMs));
         this.schedule(entry);
-        void this.beat(entry);
+        if (may(entry.owner)) void this.beat(entry);
       }
     }
     this.lastTick = now;
+  }
+
+  private askMayBeat(owner: string): boolean {
+    try {
+      return this.mayBeat(owner);
+    } catch (err) {
+      this.log.warn({ err, owner }, 'cannot tell whether beats may go out; skipping them');
+      return false;
+    }
   }
 
   private async beat(entry: Entry): Promise<void> {
@@ -204,8 +252,8 @@ export class HeartbeatScheduler {
       const result = await entry.adapter.heartbeat(entry.service, entry.instance);
       answered = result;
       this.counters.sent += 1;
-      // The owner may have dropped the instance while the beat was in flight.
-      if (result === 'unknown' && this.entries.get(entry.key) === entry) {
+      // The owner may have dropped the instance, or this process its lead, while the beat was in flight.
+      if (result === 'unknown' && this.entries.get(entry.key) === entry && this.askMayBeat(entry.owner)) {
         await entry.adapter.apply(entry.service, { upsert: [entry.instance], remove: [] });
         this.counters.reRegistered += 1;
         this.log.info({ cluster: entry.adapter.clusterId, service: serviceKeyString(entry.service), instance: instanceId(entry.instance) }, 'destination lost a copy; registered it again');
@@ -224,4 +272,24 @@ export class HeartbeatScheduler {
       }
     }
   }
+}
+
+/**
+ * The fixed phase of an entry: FNV-1a over the key's UTF-16 code units, finished with MurmurHash3's
+ * `fmix32` so that keys differing in their last characters spread over every phase. Kept only in
+ * memory (a restarted process gives its copies a first beat soon anyway), so it need not be stable
+ * across versions; it is cheap, as a set of 10,000 instances hashes 10,000 keys.
+ */
+function phaseOf(key: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i += 1) {
+    h ^= key.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
 }
