@@ -73,10 +73,11 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
   const events = new TaskEventLog({ redis, prefix, logger, connect: () => connections.connect({ maxRetriesPerRequest: null }) });
   const observer = combineObservers(metrics, events.observer);
   const adapters = new AdapterPool((id) => store.getCluster(id), { ...kindFactories(metrics), ...settings.adapters }, logger);
-  const heartbeats = new HeartbeatScheduler({ logger, observer });
+  const leadership = new Leadership();
+  // Checked at every beat: a leader past its lease's local deadline sends none, even before it hears so.
+  const heartbeats = new HeartbeatScheduler({ logger, observer, mayBeat: (key) => leadership.leads(shardOfKey(key)) });
   const queues = new ShardQueues({ connection: connections.queue, prefix: `${prefix}:bull`, changeDelayMs: settings.changeDelayMs }, shardOfKey);
   const liveSets = new LiveSets(redis, prefix);
-  const leadership = new Leadership();
   // Which addresses each service sync reads matters only for CMDB changes.
   const sourceAddresses = settings.cmdb ? new SourceAddresses() : undefined;
   const engine = new SyncEngine({
