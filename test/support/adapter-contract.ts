@@ -118,7 +118,7 @@ export function describeAdapterContract(name: string, start: () => Promise<Contr
       const read = async () => sorted(await adapter.listInstances(service));
       const same = await waitUntil(async () => isDeepStrictEqual(await read(), sorted(expected)), { timeoutMs: 5_000 }).catch(() => false);
       // On a timeout, show the difference.
-      if (!same) expect(await read(), `${serviceKeyString(service)} read back`).toEqual(sorted(expected));
+      if (!same) expect(await read(), `${serviceKeyString(service)} read back`).toStrictEqual(sorted(expected));
     };
 
     beforeAll(async () => {
