@@ -77,11 +77,16 @@ describe('buildCuratorInstance', () => {
       address: '10.1.2.3',
       port: 8080,
       sslPort: null,
-      payload: { '@class': SPRING_PAYLOAD_CLASS, id, name: 'orders', metadata: { 'regsync.task': 't1', zone: 'b', weight: '2', 'regsync.cluster': 'SH' } },
+      payload: { '@class': SPRING_PAYLOAD_CLASS, id, name: 'orders', metadata: { 'regsync.task': 't1', zone: 'b', weight: '2', 'regsync.derived': 'weight', 'regsync.cluster': 'SH' } },
       registrationTimeUTC: 1700000000000,
       serviceType: 'DYNAMIC',
     });
-    expect(readCuratorInstance(data, 'orders', id)).toEqual({ ...copy, metadata: { ...copy.metadata, weight: '2' } });
+    expect(readCuratorInstance(data, 'orders', id)).toEqual(copy);
+    // A persistent instance is written STATIC, and reads back persistent.
+    const persistent = { ...copy, ephemeral: false };
+    const stored = buildCuratorInstance('orders', id, persistent, 1700000000000);
+    expect(JSON.parse(stored.toString('utf8'))).toMatchObject({ serviceType: 'STATIC' });
+    expect(readCuratorInstance(stored, 'orders', id)).toEqual(persistent);
   });
 
   it('gives one stable id per ip:port#cluster', () => {

@@ -64,7 +64,7 @@ export function readCuratorInstance(data: Buffer, serviceName: string, nodeId: s
   return {
     ip: o.address,
     port,
-    weight: weightFromMetadata(metadata.weight),
+    weight: weightFromMetadata(read.weight),
     healthy: true,
     enabled: o.enabled !== false && (status === undefined || status.toUpperCase() === 'UP'),
     ephemeral: serviceType !== 'STATIC' && serviceType !== 'PERMANENT',
@@ -77,7 +77,8 @@ export function readCuratorInstance(data: Buffer, serviceName: string, nodeId: s
  * The JSON of a Curator `ServiceInstance` for `instance`, with exactly Curator's fields (`name, id,
  * address, port, sslPort, payload, registrationTimeUTC, serviceType, uriSpec`; `enabled` only when
  * false, so older Curator readers are not confused) and Spring's payload, whose `metadata` carries
- * the instance metadata (marks included). Always DYNAMIC: regsync writes ephemeral nodes.
+ * the instance metadata (marks included). DYNAMIC, or STATIC for a persistent instance, so that it
+ * reads back as written (the node is ephemeral either way).
  */
 export function buildCuratorInstance(serviceName: string, id: string, instance: Instance, registrationTimeUTC: number): Buffer {
   const metadata = metadataToWrite(instance);
@@ -89,7 +90,7 @@ export function buildCuratorInstance(serviceName: string, id: string, instance: 
     sslPort: null,
     payload: { '@class': SPRING_PAYLOAD_CLASS, id, name: serviceName, metadata },
     registrationTimeUTC,
-    serviceType: 'DYNAMIC',
+    serviceType: instance.ephemeral ? 'DYNAMIC' : 'STATIC',
     uriSpec: DEFAULT_URI_SPEC,
   };
   if (!instance.enabled) json.enabled = false;

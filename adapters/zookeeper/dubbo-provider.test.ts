@@ -99,10 +99,15 @@ describe('providerNodeName', () => {
     expect(readProvider(name, 'com.acme.Echo').instance).toEqual(copy);
   });
 
-  it('carries weight and a non-default cluster so that they read back', () => {
-    const copy = instance({ weight: 5, cluster: 'BJ' });
-    const back = readProvider(providerNodeName(all, copy), 'com.acme.Echo').instance;
-    expect([back.weight, back.cluster, back.metadata.weight]).toEqual([5, 'BJ', '5']);
+  it('carries weight, a non-default cluster, disabled and persistent so that the same instance reads back', () => {
+    const copy = instance({ weight: 5, cluster: 'BJ', enabled: false, ephemeral: false });
+    const url = decodeNodeName(providerNodeName(all, copy));
+    for (const param of ['weight=5', 'enabled=false', 'dynamic=false', 'regsync.cluster=BJ', 'regsync.derived=dynamic,enabled,weight']) expect(url).toContain(param);
+    expect(readProvider(providerNodeName(all, copy), 'com.acme.Echo').instance).toEqual(copy);
+    // A weight the metadata already says is its own, and stays.
+    const own = instance({ weight: 7, metadata: { ...copy.metadata, weight: '7' } });
+    expect(decodeNodeName(providerNodeName(all, own))).not.toContain('regsync.derived');
+    expect(readProvider(providerNodeName(all, own), 'com.acme.Echo').instance).toEqual(own);
   });
 
   it('uses the metadata path when there is one', () => {

@@ -57,7 +57,10 @@ export function readProvider(nodeName: string, directoryInterface: string): Dubb
  * what is missing.
  */
 export function providerNodeName(selector: DubboSelector, instance: Instance): string {
-  const params = metadataToWrite(instance);
+  const params = metadataToWrite(instance, {
+    ...(instance.enabled ? {} : { enabled: 'false' }),
+    ...(instance.ephemeral ? {} : { dynamic: 'false' }),
+  });
   const protocol = params.protocol;
   if (protocol === undefined || protocol === '') throw new DubboUrlError('its metadata has no protocol (needed for the URL scheme, e.g. dubbo)');
   const iface = params.interface;
@@ -70,10 +73,7 @@ export function providerNodeName(selector: DubboSelector, instance: Instance): s
       `its metadata says version ${JSON.stringify(version)} and group ${JSON.stringify(group)}, the service is for version ${JSON.stringify(selector.version)} and group ${JSON.stringify(selector.group)}`,
     );
   }
-  if (!instance.enabled) {
-    params.enabled = 'false';
-    delete params.disabled;
-  }
+  if (!instance.enabled) delete params.disabled;
   delete params.protocol;
   const path = params.path !== undefined && params.path !== '' ? params.path : iface;
   return encodeNodeName(formatDubboUrl({ protocol, host: instance.ip, port: instance.port, path, params }));
