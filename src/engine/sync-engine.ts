@@ -13,6 +13,7 @@ import {
   type TaskSpec,
 } from '../model/types.js';
 import type { ReconcileReason } from '../model/reconcile-reason.js';
+import { filterYielding } from '../util/yielding.js';
 import { ANY, mapService, mappingClashes, serviceFilter } from '../model/task-rules.js';
 import type { AdapterPool } from './adapter-pool.js';
 import type { TaskControl } from './control.js';
@@ -365,7 +366,7 @@ export class SyncEngine implements TaskControl {
     // restricted to them; a task renaming its service copies that one service.
     const fansOut = !wildcard && source.expandService !== undefined && !Object.hasOwn(task.options.mapping?.rename ?? {}, task.service);
     const listed = wildcard
-      ? (await source.listServices(scope)).filter((s) => keep(s.name)).sort(compareServiceKeys)
+      ? (await filterYielding(await source.listServices(scope), (s) => keep(s.name))).sort(compareServiceKeys)
       : fansOut
         ? ((await source.expandService?.(named)) ?? []).sort(compareServiceKeys)
         : [named];

@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { filterYielding } from './yielding.js';
+
+describe('filterYielding', () => {
+  it('keeps what the predicate keeps, in order', async () => {
+    const items = Array.from({ length: 10_000 }, (_, i) => i);
+    expect(await filterYielding(items, (i) => i % 3 === 0)).toEqual(items.filter((i) => i % 3 === 0));
+    expect(await filterYielding([], () => true)).toEqual([]);
+  });
+
+  it('lets other work run while a slow filter is under way', async () => {
+    let ran = false;
+    setImmediate(() => {
+      ran = true;
+    });
+    const seen: boolean[] = [];
+    // Each item holds the loop for a millisecond: the filter must yield long before it ends.
+    await filterYielding(Array.from({ length: 100 }, (_, i) => i), () => {
+      const until = Date.now() + 1;
+      while (Date.now() < until);
+      seen.push(ran);
+      return true;
+    });
+    expect(seen[0]).toBe(false);
+    expect(seen.at(-1)).toBe(true);
+  });
+});
