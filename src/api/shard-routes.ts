@@ -10,5 +10,5 @@ import type { DeploymentView } from '../coord/deployment-view.js';
 export function registerShardRoutes(app: FastifyInstance, view: DeploymentView): void {
   app.get('/api/v1/shards', async () => view.shards());
   app.get('/api/v1/workers', async () => view.workers());
-  app.get('/api/v1/cmdb', async () => view.cmdb());
+  app.get('/api/v1/cmdb', async () => view.partStatus('cmdb'));
 }

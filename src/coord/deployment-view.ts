@@ -100,9 +100,14 @@ export class DeploymentView {
     };
   }
 
-  /** The CMDB of every live worker that runs one, as of its last heartbeat. */
-  async cmdb(): Promise<{ items: Array<{ worker: string } & NonNullable<WorkerStatus['cmdb']>> }> {
+  /** One part's status (`cmdb`, say) of every live worker that reports it, as of its last heartbeat. */
+  async partStatus(part: string): Promise<{ items: Array<{ worker: string } & Record<string, unknown>> }> {
     const workers = await listWorkers(this.redis, this.prefix);
-    return { items: workers.flatMap((w) => (w.status?.cmdb ? [{ worker: w.id, ...w.status.cmdb }] : [])) };
+    return {
+      items: workers.flatMap((w) => {
+        const status = w.status?.[part];
+        return typeof status === 'object' && status !== null ? [{ worker: w.id, ...(status as Record<string, unknown>) }] : [];
+      }),
+    };
   }
 }

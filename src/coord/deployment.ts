@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { redisKeys } from '../util/redis-keys.js';
 
 /** The shape of a deployment: fixed for its lifetime, since service syncs are hashed onto shards. */
 export interface DeploymentSettings {
@@ -61,7 +62,7 @@ export async function ensureDeployment(
       throw new RangeError(`${k} must be an integer from 1 to ${LIMITS[k]}, got ${value}`);
     }
   }
-  const key = `${prefix}:deployment`;
+  const key = redisKeys.deployment(prefix);
   const fresh: Deployment = {
     shards: requested.shards ?? DEFAULT_SHARDS,
     replicas: requested.replicas ?? DEFAULT_REPLICAS,
@@ -108,7 +109,7 @@ function parseDeployment(key: string, raw: string): Deployment {
 
 /** The stored deployment, or undefined before any worker started (read-only: for API processes). */
 export async function readDeployment(redis: Redis, prefix: string): Promise<Deployment | undefined> {
-  const key = `${prefix}:deployment`;
+  const key = redisKeys.deployment(prefix);
   const raw = await redis.get(key);
   return raw === null ? undefined : parseDeployment(key, raw);
 }

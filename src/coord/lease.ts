@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { silentLogger } from '../log.js';
 import { ACQUIRE_LEASE, RELEASE_LEASE, RENEW_LEASE } from './scripts.js';
 import { evalScript } from '../util/redis-script.js';
+import { redisKeys } from '../util/redis-keys.js';
 
 /** A shard lease as stored at `<prefix>:lease:<shard>`. */
 export interface LeaseRecord {
@@ -23,11 +24,11 @@ export interface LeaseRecord {
 export const DEFAULT_LEASE_TTL_MS = 5000;
 
 export function leaseKey(prefix: string, shard: number): string {
-  return `${prefix}:lease:${shard}`;
+  return redisKeys.lease(prefix, shard);
 }
 
 function sinceKey(prefix: string, shard: number): string {
-  return `${prefix}:lease-since:${shard}`;
+  return redisKeys.leaseSince(prefix, shard);
 }
 
 function leaseValue(owner: string, token: number): string {
@@ -40,7 +41,7 @@ function leaseValue(owner: string, token: number): string {
  */
 export async function acquireLease(redis: Redis, prefix: string, shard: number, owner: string, ttlMs: number): Promise<number | undefined> {
   const token = Number(
-    await evalScript(redis, ACQUIRE_LEASE, 3, leaseKey(prefix, shard), `${prefix}:lease-token:${shard}`, sinceKey(prefix, shard), JSON.stringify(owner), ttlMs),
+    await evalScript(redis, ACQUIRE_LEASE, 3, leaseKey(prefix, shard), redisKeys.leaseToken(prefix, shard), sinceKey(prefix, shard), JSON.stringify(owner), ttlMs),
   );
   return token > 0 ? token : undefined;
 }

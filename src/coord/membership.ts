@@ -3,10 +3,10 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { CmdbCacheStatus } from '../cmdb/cache.js';
 import { silentLogger } from '../log.js';
 import { HEARTBEAT, LEAVE, LIVE_WORKERS } from './scripts.js';
 import { evalScript } from '../util/redis-script.js';
+import { redisKeys } from '../util/redis-keys.js';
 
 /** What a worker tells the others about itself. */
 export interface WorkerInfo {
@@ -23,11 +23,11 @@ export interface WorkerInfo {
   status?: WorkerStatus | undefined;
 }
 
-/** What a worker reports about its parts at every heartbeat. */
-export interface WorkerStatus {
-  /** Its CMDB, when it runs with one. */
-  cmdb?: (CmdbCacheStatus & { provider: string }) | undefined;
-}
+/**
+ * What a worker reports about its parts at every heartbeat, by part (`cmdb`, say), as the parts
+ * themselves describe it: opaque here, so coordination knows no part's shape.
+ */
+export type WorkerStatus = Readonly<Record<string, unknown>>;
 
 /** Options of {@link Membership}. */
 export interface MembershipOptions {
@@ -50,9 +50,9 @@ export interface MembershipOptions {
 
 /** The live workers' records of a deployment, sorted by id, read now (no membership needed). */
 export async function listWorkers(redis: Redis, prefix: string): Promise<WorkerInfo[]> {
-  const ids = ((await evalScript(redis, LIVE_WORKERS, 1, `${prefix}:workers`, `${prefix}:workers:events`)) as string[]).sort();
+  const ids = ((await evalScript(redis, LIVE_WORKERS, 1, redisKeys.workers(prefix), redisKeys.workerEvents(prefix))) as string[]).sort();
   if (ids.length === 0) return [];
-  const raws = await redis.mget(ids.map((id) => `${prefix}:worker:${id}`));
+  const raws = await redis.mget(ids.map((id) => redisKeys.worker(prefix, id)));
   return raws.flatMap((raw) => (raw === null ? [] : [JSON.parse(raw) as WorkerInfo]));
 }
 
@@ -111,8 +111,8 @@ export class Membership extends EventEmitter<{ change: [ids: string[]] }> {
     this.ownsSubscriber = opts.subscriber === undefined;
     this.subscriber = opts.subscriber ?? opts.redis.duplicate();
     this.logger = (opts.logger ?? silentLogger()).child({ component: 'membership', worker: this.id });
-    this.setKey = `${opts.prefix}:workers`;
-    this.channel = `${opts.prefix}:workers:events`;
+    this.setKey = redisKeys.workers(opts.prefix);
+    this.channel = redisKeys.workerEvents(opts.prefix);
   }
 
   /** Registers this worker, subscribes to the events and starts the heartbeat. Idempotent. */
@@ -201,6 +201,6 @@ export class Membership extends EventEmitter<{ change: [ids: string[]] }> {
   }
 
   private recordKey(id: string): string {
-    return `${this.opts.prefix}:worker:${id}`;
+    return redisKeys.worker(this.opts.prefix, id);
   }
 }

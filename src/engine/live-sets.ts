@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Instance } from '../model/types.js';
+import { redisKeys } from '../util/redis-keys.js';
 
 /**
  * The ephemeral copies each service sync keeps alive, in Redis: the hash `<p>:live:<shard>`, one
@@ -20,7 +21,7 @@ export class LiveSets {
     private readonly redis: Redis,
     private readonly prefix: string,
   ) {
-    this.channel = `${prefix}:live`;
+    this.channel = redisKeys.liveChannel(prefix);
   }
 
   /** Records the live set of `key` (its ephemeral instances; none clears it); `notify` tells the leader. */
@@ -71,6 +72,6 @@ export class LiveSets {
   }
 
   private hashKey(shard: number): string {
-    return `${this.prefix}:live:${shard}`;
+    return redisKeys.liveSet(this.prefix, shard);
   }
 }

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { EngineObserver, TaskEvent, TaskEventInput, TaskEventKind } from '../engine/observer.js';
 import { evalScript } from '../util/redis-script.js';
+import { redisKeys } from '../util/redis-keys.js';
 
 /** Options of {@link TaskEventLog}. */
 export interface TaskEventLogOptions {
@@ -101,7 +102,7 @@ export class TaskEventLog {
 
   constructor(options: TaskEventLogOptions) {
     this.opts = { maxLen: 1000, taskMaxLen: 200, taskTtlMs: 7 * 24 * 3600_000, blockMs: 5_000, ...options };
-    this.streamKey = `${options.prefix}:events`;
+    this.streamKey = redisKeys.events(options.prefix);
     this.log = options.logger.child({ component: 'task-events' });
   }
 
@@ -201,7 +202,7 @@ export class TaskEventLog {
   }
 
   private taskKey(taskId: string): string {
-    return `${this.opts.prefix}:events:task:${encodeURIComponent(taskId)}`;
+    return redisKeys.taskEvents(this.opts.prefix, taskId);
   }
 
   private startReader(): NonNullable<TaskEventLog['reader']> {

@@ -14,6 +14,7 @@ import { ShardQueues } from '../queue/shard-queue.js';
 import { MissingServices, RegsyncStore } from '../store/index.js';
 import type { CmdbCache } from '../cmdb/cache.js';
 import type { Connections } from './connections.js';
+import { redisKeys } from '../util/redis-keys.js';
 
 /** What {@link buildCore} takes from the process's settings. */
 export interface CoreSettings {
@@ -76,7 +77,7 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
   const leadership = new Leadership();
   // Checked at every beat: a leader past its lease's local deadline sends none, even before it hears so.
   const heartbeats = new HeartbeatScheduler({ logger, observer, mayBeat: (key) => leadership.leads(shardOfKey(key)) });
-  const queues = new ShardQueues({ connection: connections.queue, prefix: `${prefix}:bull`, changeDelayMs: settings.changeDelayMs }, shardOfKey);
+  const queues = new ShardQueues({ connection: connections.queue, prefix: redisKeys.queues(prefix), changeDelayMs: settings.changeDelayMs }, shardOfKey);
   const liveSets = new LiveSets(redis, prefix);
   // Which addresses each service sync reads matters only for CMDB changes.
   const sourceAddresses = settings.cmdb ? new SourceAddresses() : undefined;

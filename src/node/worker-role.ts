@@ -7,6 +7,7 @@ import { ShardWorker } from '../queue/shard-queue.js';
 import type { Connections } from './connections.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { NodeCore } from './core.js';
+import { redisKeys } from '../util/redis-keys.js';
 
 /** What the worker role takes from the process's settings. */
 export interface WorkerSettings {
@@ -110,7 +111,7 @@ function serveShards(core: NodeCore, connections: Connections, settings: WorkerS
       continue;
     }
     const connection = connections.connect({ maxRetriesPerRequest: null });
-    workers.set(shard, new ShardWorker({ connection, prefix: `${settings.prefix}:bull`, shard, concurrency: perShard }, (data) => reconcileJob(core, data), settings.logger));
+    workers.set(shard, new ShardWorker({ connection, prefix: redisKeys.queues(settings.prefix), shard, concurrency: perShard }, (data) => reconcileJob(core, data), settings.logger));
   }
   log.info({ shards: served }, 'serving shards');
 }

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { redisKeys } from '../util/redis-keys.js';
 
 /**
  * Since when each service sync of a `*` task has been missing from its source's service list, in
@@ -50,6 +51,6 @@ export class MissingServices {
   }
 
   private key(taskId: string): string {
-    return `${this.prefix}:task-missing:${taskId}`;
+    return redisKeys.taskMissing(this.prefix, taskId);
   }
 }

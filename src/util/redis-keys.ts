@@ -1,0 +1,54 @@
+/**
+ * Every Redis key and channel name regsync uses, built here and nowhere else, each under the
+ * deployment's prefix (default `regsync`), so that several deployments (or tests) can share one
+ * Redis and an operator can find every key of one in a single list:
+ *
+ * | key | type | what |
+ * |---|---|---|
+ * | `<p>:clusters`, `<p>:cluster:<id>` | set, string | cluster ids; one cluster's JSON |
+ * | `<p>:tasks`, `<p>:task:<id>` | set, string | task ids; one task's JSON |
+ * | `<p>:task-selectors`, `<p>:task-selector-of` | hash | selector -> task id, task id -> selector |
+ * | `<p>:task-status:<task>` | hash | one service status per service |
+ * | `<p>:task-error:<task>` | string | the task-level error |
+ * | `<p>:task-missing:<task>` | hash | service sync key -> since when a `*` task's source misses it |
+ * | `<p>:release:<task>:<service>` | string | an operator's release of a held mass deletion (1 h) |
+ * | `<p>:deployment` | string | shards and replicas, fixed at the first start |
+ * | `<p>:workers`, `<p>:worker:<id>` | zset, string | live workers by last heartbeat; one worker's record |
+ * | `<p>:workers:events` | channel | workers joining and leaving |
+ * | `<p>:lease:<shard>`, `<p>:lease-token:<shard>`, `<p>:lease-since:<shard>` | string | a shard's leader, its token counter, when the token was handed out |
+ * | `<p>:live:<shard>` | hash | service sync key -> the ephemeral copies its leader beats |
+ * | `<p>:live` | channel | a reconcile elsewhere changed a live set |
+ * | `<p>:control`, `<p>:ack:<nonce>` | channel, list | task and cluster changes told to every process; their acknowledgements |
+ * | `<p>:events`, `<p>:events:task:<task>` | stream | task events of the deployment, and of one task |
+ * | `<p>:bull:...` | (BullMQ) | the shard queues, one per shard (`shard-<n>`) |
+ *
+ * Ids and tasks are used as given (the API allows only DNS-label ids); service parts are encoded
+ * by the callers (`encodeURIComponent`), so no name can reach into another key.
+ */
+export const redisKeys = {
+  clusters: (p: string) => `${p}:clusters`,
+  cluster: (p: string, id: string) => `${p}:cluster:${id}`,
+  tasks: (p: string) => `${p}:tasks`,
+  task: (p: string, id: string) => `${p}:task:${id}`,
+  taskSelectors: (p: string) => `${p}:task-selectors`,
+  taskSelectorOf: (p: string) => `${p}:task-selector-of`,
+  taskStatus: (p: string, taskId: string) => `${p}:task-status:${taskId}`,
+  taskError: (p: string, taskId: string) => `${p}:task-error:${taskId}`,
+  taskMissing: (p: string, taskId: string) => `${p}:task-missing:${taskId}`,
+  release: (p: string, taskId: string, serviceField: string) => `${p}:release:${taskId}:${serviceField}`,
+  deployment: (p: string) => `${p}:deployment`,
+  workers: (p: string) => `${p}:workers`,
+  workerEvents: (p: string) => `${p}:workers:events`,
+  worker: (p: string, id: string) => `${p}:worker:${id}`,
+  lease: (p: string, shard: number) => `${p}:lease:${shard}`,
+  leaseToken: (p: string, shard: number) => `${p}:lease-token:${shard}`,
+  leaseSince: (p: string, shard: number) => `${p}:lease-since:${shard}`,
+  liveSet: (p: string, shard: number) => `${p}:live:${shard}`,
+  liveChannel: (p: string) => `${p}:live`,
+  controlChannel: (p: string) => `${p}:control`,
+  ack: (p: string, nonce: string) => `${p}:ack:${nonce}`,
+  events: (p: string) => `${p}:events`,
+  taskEvents: (p: string, taskId: string) => `${p}:events:task:${encodeURIComponent(taskId)}`,
+  /** The prefix BullMQ puts before its own keys of the shard queues. */
+  queues: (p: string) => `${p}:bull`,
+} as const;
