@@ -51,19 +51,7 @@ export async function startWorkerRole(core: NodeCore, connections: Connections, 
   leadership.attach(coordinator);
   metrics.knowShards(core.deployment.shards);
   coordinator.on('replicas', (served) => serveShards(core, connections, settings, workers, served, log));
-  coordinator.on('lead', (shard, token) => {
-    log.info({ shard, token }, 'leading shard');
-    metrics.shardLeader(shard, true);
-    void (async () => {
-      for (const [key, instances] of await liveSets.load(shard)) await engine.restoreBeats(key, instances);
-      await engine.leadShard(shard);
-    })().catch((err: unknown) => log.warn({ err, shard }, 'taking over a shard failed; its next full sync repairs it'));
-  });
-  coordinator.on('unlead', (shard, reason) => {
-    log.info({ shard, reason }, 'no longer leading shard');
-    metrics.shardLeader(shard, false);
-    engine.unleadShard(shard);
-  });
+  followLeadership(core, coordinator, log);
   await liveSets.listen(
     connections.subscriber,
     (shard, key) => {
@@ -93,6 +81,24 @@ export async function startWorkerRole(core: NodeCore, connections: Connections, 
     lifecycle.defer('CMDB changes', () => cache.off('change', onLabelsChanged));
   }
   return coordinator;
+}
+
+/** Takes a shard over when this worker comes to lead it (beats first, then watches), and lets it go when it stops. */
+function followLeadership(core: NodeCore, coordinator: ShardCoordinator, log: Logger): void {
+  const { engine, metrics, liveSets } = core;
+  coordinator.on('lead', (shard, token) => {
+    log.info({ shard, token }, 'leading shard');
+    metrics.shardLeader(shard, true);
+    void (async () => {
+      for (const [key, instances] of await liveSets.load(shard)) await engine.restoreBeats(key, instances);
+      await engine.leadShard(shard);
+    })().catch((err: unknown) => log.warn({ err, shard }, 'taking over a shard failed; its next full sync repairs it'));
+  });
+  coordinator.on('unlead', (shard, reason) => {
+    log.info({ shard, reason }, 'no longer leading shard');
+    metrics.shardLeader(shard, false);
+    engine.unleadShard(shard);
+  });
 }
 
 /** Runs a shard worker for every shard served and none for the others; reconciles are shared among them. */
