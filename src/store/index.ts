@@ -1,3 +1,3 @@
-export { RegsyncStore, type TaskSelector } from './regsync-store.js';
+export { RegsyncStore, type PutResult, type TaskSelector, type VersionedTask } from './regsync-store.js';
 export type { ServiceStatus } from './service-status.js';
 export { StoreError, type StoreErrorCode } from './store-error.js';
