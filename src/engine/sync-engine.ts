@@ -243,11 +243,44 @@ export class SyncEngine implements TaskControl {
     return keys.length;
   }
 
+  /**
+   * A cluster's settings changed: its tasks move onto a new adapter before the old one closes. They
+   * watch through the new one at once, and the copies this process keeps alive there (those of the
+   * shards it leads) are taken over by the new adapter first: beaten through it and retained in its
+   * session, so that copies bound to the old connection (ZooKeeper's ephemeral nodes) never vanish.
+   */
   async clusterChanged(clusterId: string): Promise<void> {
-    const affected = (await this.opts.store.tasksUsingCluster(clusterId)).map((t) => t.id);
-    for (const id of affected) this.deactivate(id);
-    await this.opts.adapters.invalidate(clusterId);
-    for (const id of affected) await this.taskChanged(id);
+    const affected = await this.opts.store.tasksUsingCluster(clusterId);
+    await this.opts.adapters.invalidate(clusterId, async () => {
+      for (const task of affected) await this.taskChanged(task.id);
+      for (const task of affected) {
+        if (task.destination === clusterId) await this.takeOverCopies(task.id);
+      }
+    });
+  }
+
+  /**
+   * Beats and retains, through the destination's current adapter, the copies of the task's service
+   * syncs in the shards this process leads, as their last reconcile recorded them. A failure is
+   * logged: the next reconcile of the service sync repairs it.
+   */
+  private async takeOverCopies(taskId: string): Promise<void> {
+    const active = this.active.get(taskId);
+    if (!active || !this.opts.liveSets) return;
+    const destination = await this.opts.adapters.get(active.task.destination).catch(() => undefined);
+    if (!destination) return;
+    for (const [key, sync] of active.services) {
+      if (!this.leads(sync.shard) || this.active.get(taskId) !== active) continue;
+      try {
+        const instances = await this.opts.liveSets.get(key, sync.shard);
+        if (instances.length === 0) continue;
+        const target = mapService(sync.service, active.task.options.mapping);
+        await destination.retain?.(target, instances);
+        this.opts.heartbeats.set(key, destination, target, instances);
+      } catch (err) {
+        this.log.warn({ err, key }, 'cannot take the copies over onto the new adapter; the next reconcile does');
+      }
+    }
   }
 
   private async activate(task: TaskSpec): Promise<void> {

@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient, State, type Client, type Stat } from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createZooKeeperAdapter } from '../../adapters/zookeeper/index.js';
+import type { AdapterFactory } from '../../src/engine/adapter-pool.js';
 import { applyDeclarations, readDeclarations } from '../../src/cli/apply-command.js';
 import type { RunningRegistry } from '../../src/registry/index.js';
 import { addRegistry, api, registerNative, startFixture, startSync, stopFixture, type NativeInstance, type SyncFixture } from '../support/sync-fixture.js';
@@ -57,6 +59,19 @@ describe('regsync apply twice with a ZooKeeper destination that has a password',
   let dir: string;
   let proxy: Awaited<ReturnType<typeof countingProxy>>;
   const natives: NativeInstance[] = [];
+  /** The provider nodes as they were when an adapter of cluster zk started closing (once armed). */
+  let atClose: Map<string, { ctime: string; owner: string }> | undefined;
+  let armed = false;
+  const zookeeper: AdapterFactory = (spec, deps) => {
+    const adapter = createZooKeeperAdapter(spec, deps);
+    const close = adapter.close.bind(adapter);
+    adapter.close = async () => {
+      if (armed && atClose === undefined) atClose = await providerNodes();
+      return close();
+    };
+    return adapter;
+  };
+  let before: Map<string, { ctime: string; owner: string }>;
 
   beforeAll(async () => {
     server = await startZooKeeper();
@@ -66,7 +81,7 @@ describe('regsync apply twice with a ZooKeeper destination that has a password',
     await waitUntil(() => client.getState() === State.SYNC_CONNECTED, { message: 'test client connected' });
     fx = await startFixture();
     nacos = await addRegistry(fx, 'nacos');
-    url = (await startSync(fx)).url as string;
+    url = (await startSync(fx, undefined, { adapters: { zookeeper } })).url as string;
     proxy = await countingProxy(url);
     dir = mkdtempSync(join(tmpdir(), 'regsync-apply-zk-'));
     writeFileSync(
@@ -113,7 +128,7 @@ describe('regsync apply twice with a ZooKeeper destination that has a password',
     for (const ip of ['10.80.0.1', '10.80.0.2']) {
       natives.push(await registerNative(() => nacos, ECHO, ip, 20880, { protocol: 'dubbo', interface: 'com.acme.Echo', version: '1.0.0', side: 'provider' }));
     }
-    const before = await waitUntil(async () => {
+    before = await waitUntil(async () => {
       const nodes = await providerNodes();
       return nodes.size === 2 && [...nodes.values()].every((n) => n.owner !== '0000000000000000') ? nodes : undefined;
     }, { message: 'both providers written to ZooKeeper', timeoutMs: 20_000 });
@@ -129,5 +144,23 @@ describe('regsync apply twice with a ZooKeeper destination that has a password',
     await waitUntil(async () => ((await lastSyncAt()) ?? '') > (synced ?? ''), { message: 'a reconcile after the second apply' });
     expect(await providerNodes()).toEqual(before);
     expect((await api(url, 'GET', '/api/v1/clusters/zk')).body).toMatchObject({ hasPassword: true });
+  });
+
+  it('keeps the provider nodes while a change of the connection settings replaces the adapter', async () => {
+    armed = true;
+    const res = await api(url, 'PUT', '/api/v1/clusters/zk', {
+      kind: 'zookeeper',
+      endpoints: [server.connectString],
+      username: USER,
+      password: PASSWORD,
+      options: { sessionTimeoutMs: 5000, layout: 'dubbo', connectTimeoutMs: 3000 },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    // When the old session started closing, the new one held the nodes already.
+    expect(atClose, 'the old adapter was closed').toBeDefined();
+    expect([...(atClose ?? new Map()).keys()].sort()).toEqual([...before.keys()].sort());
+    for (const [name, node] of atClose ?? []) expect(node.owner, name).not.toBe(before.get(name)?.owner);
+    // And so they are right after the PUT, the old session gone.
+    expect(await providerNodes()).toEqual(atClose);
   });
 });
