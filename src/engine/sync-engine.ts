@@ -195,10 +195,18 @@ export class SyncEngine implements TaskControl {
     this.opts.heartbeats.stop();
   }
 
+  /**
+   * A task was created, changed, paused or resumed, or a command that stopped it failed: runs it
+   * from the stored spec, or stops it. A running task beats at once the copies its last reconciles
+   * recorded (in the shards this process leads), as a new shard leader does, rather than only once
+   * a reconcile succeeds again (which waits for a destination that was down).
+   */
   async taskChanged(taskId: string): Promise<void> {
     this.deactivate(taskId);
     const task = await this.opts.store.getTask(taskId);
-    if (task?.state === 'running') await this.activate(task);
+    if (task?.state !== 'running') return;
+    await this.activate(task);
+    await this.takeOverCopies(taskId, false);
   }
 
   async resync(taskId: string): Promise<void> {
@@ -254,32 +262,36 @@ export class SyncEngine implements TaskControl {
     await this.opts.adapters.invalidate(clusterId, async () => {
       for (const task of affected) await this.taskChanged(task.id);
       for (const task of affected) {
-        if (task.destination === clusterId) await this.takeOverCopies(task.id);
+        if (task.destination === clusterId) await this.takeOverCopies(task.id, true);
       }
     });
   }
 
   /**
-   * Beats and retains, through the destination's current adapter, the copies of the task's service
-   * syncs in the shards this process leads, as their last reconcile recorded them. A failure is
-   * logged: the next reconcile of the service sync repairs it.
+   * Beats, through the destination's current adapter, the copies of the task's service syncs in
+   * the shards this process leads, as their last reconcile recorded them; with `retain`, first has
+   * the adapter take them into its own session. A failure is logged: the next reconcile repairs it.
    */
-  private async takeOverCopies(taskId: string): Promise<void> {
+  private async takeOverCopies(taskId: string, retain: boolean): Promise<void> {
     const active = this.active.get(taskId);
-    if (!active || !this.opts.liveSets) return;
+    const liveSets = this.opts.liveSets;
+    if (!active || !liveSets) return;
     const destination = await this.opts.adapters.get(active.task.destination).catch(() => undefined);
-    if (!destination) return;
-    for (const [key, sync] of active.services) {
-      if (!this.leads(sync.shard) || this.active.get(taskId) !== active) continue;
+    const led = [...active.services].filter(([, sync]) => this.leads(sync.shard));
+    if (!destination || led.length === 0) return;
+    const sets = await Promise.all(led.map(([key, sync]) => liveSets.get(key, sync.shard).catch(() => [])));
+    for (const [i, [key, sync]] of led.entries()) {
+      const instances = sets[i] ?? [];
+      // A reconcile that ran since the task started set fresher beats (and retained) already.
+      if (instances.length === 0 || this.opts.heartbeats.instancesOf(key).length > 0) continue;
+      const target = mapService(sync.service, active.task.options.mapping);
       try {
-        const instances = await this.opts.liveSets.get(key, sync.shard);
-        if (instances.length === 0) continue;
-        const target = mapService(sync.service, active.task.options.mapping);
-        await destination.retain?.(target, instances);
-        this.opts.heartbeats.set(key, destination, target, instances);
+        if (retain) await destination.retain?.(target, instances);
       } catch (err) {
         this.log.warn({ err, key }, 'cannot take the copies over onto the new adapter; the next reconcile does');
       }
+      if (this.active.get(taskId) !== active || !this.leads(sync.shard) || this.opts.heartbeats.instancesOf(key).length > 0) continue;
+      this.opts.heartbeats.set(key, destination, target, instances);
     }
   }
 
