@@ -202,10 +202,7 @@ export class SyncEngine implements TaskControl {
    * a reconcile succeeds again (which waits for a destination that was down).
    */
   async taskChanged(taskId: string): Promise<void> {
-    this.deactivate(taskId);
-    const task = await this.opts.store.getTask(taskId);
-    if (task?.state !== 'running') return;
-    await this.activate(task);
+    await this.restart(taskId);
     await this.takeOverCopies(taskId, false);
   }
 
@@ -260,11 +257,18 @@ export class SyncEngine implements TaskControl {
   async clusterChanged(clusterId: string): Promise<void> {
     const affected = await this.opts.store.tasksUsingCluster(clusterId);
     await this.opts.adapters.invalidate(clusterId, async () => {
-      for (const task of affected) await this.taskChanged(task.id);
       for (const task of affected) {
-        if (task.destination === clusterId) await this.takeOverCopies(task.id, true);
+        await this.restart(task.id);
+        await this.takeOverCopies(task.id, task.destination === clusterId);
       }
     });
+  }
+
+  /** Stops the task here, then runs it from its stored spec if that says running. */
+  private async restart(taskId: string): Promise<void> {
+    this.deactivate(taskId);
+    const task = await this.opts.store.getTask(taskId);
+    if (task?.state === 'running') await this.activate(task);
   }
 
   /**
