@@ -36,7 +36,9 @@ describe('a task command that fails to remove the copies', () => {
       expect((await api(url, 'POST', '/api/v1/clusters', { id, kind: 'nacos', endpoints: [endpoint], options: { requestTimeoutMs: 1_000 } })).status).toBe(201);
     }
     await provide('10.40.0.1');
-    expect((await api(url, 'POST', '/api/v1/tasks', { id: 'orders', source: 'a', destination: 'b', service: 'orders' })).status).toBe(201);
+    // No full sync within the test: only watches, commands and retries make reconciles.
+    const task = { id: 'orders', source: 'a', destination: 'b', service: 'orders', options: { fullSyncIntervalMs: 300_000 } };
+    expect((await api(url, 'POST', '/api/v1/tasks', task)).status).toBe(201);
     await waitUntil(() => copiesIn(b, 'orders').length === 1 && copiesIn(b, 'orders')[0]?.ephemeral, { message: 'the first copy in b' });
   });
   afterAll(async () => {
@@ -75,9 +77,21 @@ describe('a task command that fails to remove the copies', () => {
 
   it('PUT /api/v1/tasks/:id moving the copies to another destination', async () => {
     gate.cut();
-    const res = await api(url, 'PUT', '/api/v1/tasks/orders', { source: 'a', destination: 'c', service: 'orders' });
+    const res = await api(url, 'PUT', '/api/v1/tasks/orders', { source: 'a', destination: 'c', service: 'orders', options: { fullSyncIntervalMs: 300_000 } });
     expect(res.status, JSON.stringify(res.body)).toBe(502);
     expect(res.body.error.code).toBe('cleanup_failed');
     await expectRunning();
+  });
+
+  it('keeps beating the copies when the destination stays down through every retry of the restart', async () => {
+    gate.cut();
+    const res = await api(url, 'DELETE', '/api/v1/tasks/orders');
+    expect(res.status, JSON.stringify(res.body)).toBe(502);
+    // Every reconcile the restart queued has failed for good: only the task's beats can reach b now.
+    const node = fx.node as RegsyncNode;
+    await waitUntil(async () => (await node.queues.depth(0)) + (await node.queues.depth(1)) === 0, { message: 'the queued reconciles given up', timeoutMs: 20_000 });
+    gate.open();
+    const since = beatsOf(b, ['orders']);
+    await waitUntil(() => beatenSince(b, ['orders'], since, 2), { message: 'beats of the copies in b again', timeoutMs: 20_000 });
   });
 });
