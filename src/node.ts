@@ -437,6 +437,8 @@ async function applyControl(engine: SyncEngine, message: ControlMessage): Promis
       return engine.clusterChanged(message.id);
     case 'removeTask':
       return engine.stopTask(message.id);
+    case 'removalLapsed':
+      return engine.resumeIfStopped(message.id);
   }
 }
 

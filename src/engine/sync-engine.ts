@@ -154,6 +154,18 @@ export class SyncEngine implements TaskControl {
     this.opts.reconciler.forget(taskKeyPrefix(taskId));
   }
 
+  /**
+   * The removal another process stopped the task for has ended without this process being told
+   * (its sender died mid-way): runs the task again if the store still holds it as running.
+   */
+  async resumeIfStopped(taskId: string): Promise<void> {
+    if (this.active.has(taskId)) return;
+    const task = await this.opts.store.getTask(taskId);
+    if (task?.state !== 'running' || this.active.has(taskId)) return;
+    this.log.warn({ task: taskId }, 'a removal of the task ended without word; running the task again');
+    await this.taskChanged(taskId);
+  }
+
   /** This process no longer leads `shard`: stop its watches and beats at once. */
   unleadShard(shard: number): void {
     for (const active of this.active.values()) {

@@ -6,7 +6,12 @@ export interface TcpGate {
   endpoint: string;
   /** Drops every connection through the gate and refuses new ones (reset at once), as a server that went down. */
   cut(): void;
-  /** Lets connections through again. */
+  /**
+   * Drops every connection through the gate and holds new ones open without an answer, as a
+   * server that hangs: a request through it waits for its own timeout.
+   */
+  hold(): void;
+  /** Lets connections through again (held ones are dropped). */
   open(): void;
   close(): Promise<void>;
 }
@@ -19,10 +24,17 @@ export async function startTcpGate(target: string): Promise<TcpGate> {
   const at = target.lastIndexOf(':');
   const [host, port] = [target.slice(0, at), Number(target.slice(at + 1))];
   const sockets = new Set<Socket>();
-  let cut = false;
+  let mode: 'open' | 'cut' | 'hold' = 'open';
+  const held = new Set<Socket>();
   const server = createServer((client) => {
-    if (cut) {
+    if (mode === 'cut') {
       client.resetAndDestroy();
+      return;
+    }
+    if (mode === 'hold') {
+      held.add(client);
+      client.on('error', () => client.destroy());
+      client.on('close', () => held.delete(client));
       return;
     }
     const upstream = createConnection({ host, port });
@@ -42,15 +54,20 @@ export async function startTcpGate(target: string): Promise<TcpGate> {
   return {
     endpoint: `127.0.0.1:${local}`,
     cut() {
-      cut = true;
+      mode = 'cut';
+      for (const s of sockets) s.resetAndDestroy();
+    },
+    hold() {
+      mode = 'hold';
       for (const s of sockets) s.resetAndDestroy();
     },
     open() {
-      cut = false;
+      mode = 'open';
+      for (const s of held) s.resetAndDestroy();
     },
     close: () =>
       new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
+        for (const s of [...sockets, ...held]) s.destroy();
         server.close(() => resolve());
       }),
   };
