@@ -29,8 +29,10 @@ const MAX_REPLACE_ATTEMPTS = 20;
 
 /**
  * Every change an operator makes to tasks, whichever API it comes through (the native routes, the
- * batch route, the nacos-sync routes, and `regsync apply`, which uses the native `PUT`). Each
- * command keeps the same invariants:
+ * batch route, the nacos-sync routes, and `regsync apply`, which uses the native `compare` and
+ * `PUT`). It lives with the API, not the engine: it speaks the API's errors and drives the engine
+ * only through `TaskControl`, which is all the engine shows of itself here. Each command keeps the
+ * same invariants:
  *
  * - a body is checked in full (clusters, selector, rules) before anything is written;
  * - the store decides atomically: one creator of an id wins, a batch is created whole or not at
@@ -208,13 +210,13 @@ export class TaskCommands {
   }
 
   /** Says which task is in the way: the one with the id, or the one with the same selector. */
-  async taskExists(spec: TaskSpec): Promise<ApiError> {
+  private async taskExists(spec: TaskSpec): Promise<ApiError> {
     if ((await this.ctx.store.getTask(spec.id)) !== undefined) return new ApiError('task_exists', `task ${spec.id} already exists`);
     return selectorTaken(spec, (await this.ctx.store.findTaskBySelector(spec))?.id);
   }
 
   /** An engine failure's message for a client, with the task's cluster passwords masked. */
-  async reasonOf(spec: TaskSpec, err: unknown): Promise<string> {
+  private async reasonOf(spec: TaskSpec, err: unknown): Promise<string> {
     const message = err instanceof Error ? err.message : String(err);
     const [source, destination] = await Promise.all([
       this.ctx.store.getCluster(spec.source).catch(() => undefined),
