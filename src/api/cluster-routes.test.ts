@@ -287,3 +287,50 @@ describe('DELETE /api/v1/clusters/:id', () => {
     expect(h.control.calls).toEqual([]);
   });
 });
+
+describe('PUT /api/v1/clusters/:id that changes nothing, under concurrency, and compare', () => {
+  const compare = (id: string, payload: unknown) => h.inject({ method: 'POST', url: `/api/v1/clusters/${id}/compare`, payload: payload as object });
+
+  it('writes nothing and tells nobody when the body equals the stored cluster, password and option order included', async () => {
+    const body = { kind: 'zookeeper', endpoints: ['h:2181'], username: 'u', password: PASSWORD, labels: { site: 'x', region: 'eu' }, options: { layout: 'dubbo', sessionTimeoutMs: 4000 } };
+    expect((await put('c1', body)).statusCode).toBe(201);
+    h.control.reset();
+    const before = await h.snapshot();
+    const again = await put('c1', { ...body, labels: { region: 'eu', site: 'x' }, options: { sessionTimeoutMs: 4000, layout: 'dubbo' } });
+    expect(again.statusCode, again.payload).toBe(200);
+    expect(again.json()).toMatchObject({ id: 'c1', hasPassword: true, options: body.options });
+    // Without a password the stored one is kept: the same cluster again.
+    expect((await put('c1', { ...body, password: undefined })).statusCode).toBe(200);
+    expect(await h.snapshot()).toEqual(before);
+    expect(h.control.calls).toEqual([]);
+
+    expect((await put('c1', { ...body, password: `new-${SECRET_MARKER}` })).statusCode).toBe(200);
+    expect(h.control.calls).toEqual([{ method: 'clusterChanged', id: 'c1' }]);
+  });
+
+  it('answers 201 to exactly one of many concurrent PUTs of a new id, 200 to the others', async () => {
+    for (let round = 0; round < 5; round += 1) {
+      const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => put(`race-${round}`, { kind: 'nacos', endpoints: [`h:${i + 1}`] })));
+      expect(answers.map((r) => r.statusCode).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 201]);
+    }
+  });
+
+  it('compares a body with the stored cluster without writing, naming a differing password but never showing it', async () => {
+    const body = { kind: 'nacos', endpoints: ['h:1'], username: 'u', password: PASSWORD, options: { requestTimeoutMs: 2000 } };
+    expect((await compare('c1', body)).json()).toEqual({ exists: false, differs: true, fields: [] });
+    await put('c1', body);
+    h.control.reset();
+    const before = await h.snapshot();
+    expect((await compare('c1', body)).json()).toEqual({ exists: true, differs: false, fields: [] });
+    expect((await compare('c1', { ...body, password: undefined })).json()).toEqual({ exists: true, differs: false, fields: [] });
+    expect((await compare('c1', { ...body, password: `other-${SECRET_MARKER}`, endpoints: ['h:2'] })).json()).toEqual({
+      exists: true,
+      differs: true,
+      fields: ['endpoints', 'password'],
+    });
+    expect((await compare('c1', { ...body, password: null, labels: { a: 'b' } })).json()).toEqual({ exists: true, differs: true, fields: ['password', 'labels'] });
+    expectError(await compare('c1', { ...body, id: 'c2' }), 400, 'id_mismatch');
+    expect(await h.snapshot()).toEqual(before);
+    expect(h.control.calls).toEqual([]);
+  });
+});

@@ -3,9 +3,11 @@ import type { ClusterSpec } from '../model/index.js';
 import type { RouteContext } from './api-deps.js';
 import { ApiError } from './api-error.js';
 import { checkClusterSpec } from './kind-routes.js';
+import { compareCluster, putCluster } from './cluster-commands.js';
 import { notifyEngine } from './notify.js';
 import {
   clusterView as clusterViewSchema,
+  comparisonView,
   createClusterBody,
   createParams,
   listOf,
@@ -33,7 +35,8 @@ interface IdParams {
 }
 
 /**
- * `/api/v1/clusters`: create, list, show, replace, delete. Passwords go in, never out.
+ * `/api/v1/clusters`: create, list, show, replace, compare (would a replace change anything), delete.
+ * Passwords go in, never out. A replace that changes nothing writes nothing (see {@link putCluster}).
  *
  * Deliberately left out: checking that a cluster is reachable (the engine reports that per task),
  * and making the in-use check of a delete atomic with task creation (a task created in the same
@@ -77,9 +80,23 @@ export function registerClusterRoutes(app: FastifyInstance, ctx: RouteContext): 
       const existing = await store.getCluster(id);
       const spec = toSpec(id, request.body, existing?.password);
       checkClusterSpec(spec);
-      await store.putCluster(spec);
-      await notifyEngine(log, { clusterId: id, call: 'clusterChanged' }, () => control.clusterChanged(id));
-      return reply.code(existing === undefined ? 201 : 200).send(clusterView(spec));
+      const result = await putCluster(ctx, spec);
+      return reply.code(result === 'created' ? 201 : 200).send(clusterView(spec));
+    },
+  );
+
+  app.post<{ Params: IdParams; Body: ClusterBody }>(
+    '/api/v1/clusters/:id/compare',
+    { schema: { params: createParams, body: replaceClusterBody, response: { 200: comparisonView } } },
+    async (request) => {
+      const { id } = request.params;
+      if (request.body.id !== undefined && request.body.id !== id) {
+        throw new ApiError('id_mismatch', `body.id ${request.body.id} differs from the id ${id} in the path`);
+      }
+      const existing = await store.getCluster(id);
+      const spec = toSpec(id, request.body, existing?.password);
+      checkClusterSpec(spec);
+      return compareCluster(existing, spec);
     },
   );
 

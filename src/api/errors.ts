@@ -54,7 +54,7 @@ export const API_ERRORS = {
   internal: { status: 500, meaning: 'An unexpected failure; the server log has the details.' },
   cleanup_failed: {
     status: 502,
-    meaning: 'Removing the instances a task wrote failed; the task is kept so that the delete can be retried.',
+    meaning: 'Removing the instances a task wrote failed (for a delete, or a replace that changes what it copies); the task is kept, running as before, so that the command can be retried.',
   },
   resync_failed: { status: 502, meaning: 'The sync engine did not accept the resync request.' },
   not_ready: { status: 503, meaning: 'The server cannot reach Redis, so it cannot serve requests.' },

@@ -43,7 +43,7 @@ import {
   type ClusterAddRequest,
 } from './nacos-sync-wire.js';
 import { notifyEngine } from './notify.js';
-import { removeCopies, specOf } from './task-routes.js';
+import { TaskCommands } from './task-commands.js';
 
 /** nacos-sync's default page size (its console's `PAGE_SIZE`), used when a list names none. */
 const DEFAULT_PAGE_SIZE = 10;
@@ -90,8 +90,8 @@ interface ListQuery {
  *   `SYNC` runs a task, `DELETE` deletes it after removing its copies, as `DELETE
  *   /api/v1/tasks/:id` does.
  *
- * Tasks are created and deleted through the native routes' own helpers (`specOf`,
- * `removeCopies`), so both APIs check and store the same way. Failures answer HTTP 200 with
+ * Tasks are created, run and deleted through the same {@link TaskCommands} as the native routes,
+ * so both APIs check, store and restore the same way. Failures answer HTTP 200 with
  * `success: false`, as nacos-sync does; only body-level problems (invalid JSON, too large, not
  * JSON) keep their 4xx status, in the same shape.
  *
@@ -164,7 +164,7 @@ function registerClusters(app: FastifyInstance, ctx: RouteContext): void {
 
 function registerTasks(app: FastifyInstance, ctx: RouteContext): void {
   const { store, control, log } = ctx;
-  const taskChanged = (id: string) => notifyEngine(log, { taskId: id, call: 'taskChanged' }, () => control.taskChanged(id));
+  const commands = new TaskCommands(ctx);
 
   /**
    * Creates the task, or runs it again when it exists with the same selector (nacos-sync's add of
@@ -181,7 +181,7 @@ function registerTasks(app: FastifyInstance, ctx: RouteContext): void {
     options?: TaskOptions;
   }): Promise<void> {
     const { id, ...body } = request;
-    const spec = await specOf(ctx, { id, ...body }, undefined);
+    const spec = await commands.specOf({ id, ...body }, undefined);
     const existing = await store.getTask(id);
     if (existing !== undefined) {
       if (!sameSelector(existing, spec)) {
@@ -191,17 +191,16 @@ function registerTasks(app: FastifyInstance, ctx: RouteContext): void {
       if (differing.length > 0) {
         throw new NacosSyncError(`task ${id} already exists with another ${differing.join(', ')}; delete it first, or change it with PUT /api/v1/tasks/${id}`);
       }
-      if (existing.state === 'paused') {
-        await store.setTaskState(id, 'running');
-        await taskChanged(id);
-      }
+      if (existing.state === 'paused') await commands.setState(id, 'running');
       return;
     }
-    if ((await store.createTask(spec)) === 'exists') {
+    try {
+      await commands.create(spec);
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 'task_exists')) throw err;
       const owner = (await store.getTask(id)) ?? (await store.findTaskBySelector(spec));
       throw new NacosSyncError(`${owner === undefined ? 'a task' : `task ${owner.id}`} already syncs ${selectorText(spec)}`);
     }
-    await taskChanged(id);
   }
 
   app.post<{ Body: TaskAddRequest }>(
@@ -281,10 +280,9 @@ function registerTasks(app: FastifyInstance, ctx: RouteContext): void {
       const spec = await store.getTask(taskId);
       if (spec === undefined) throw new NacosSyncError(`no task ${taskId}`);
       if (taskStatus === TASK_STATUS_DELETE) {
-        await deleteTask(ctx, spec);
+        await commands.delete(spec);
       } else if (spec.state === 'paused') {
-        await store.setTaskState(taskId, 'running');
-        await taskChanged(taskId);
+        await commands.setState(taskId, 'running');
       } else {
         // nacos-sync restarts a task set to SYNC again (a new operation id): reconcile it now.
         await notifyEngine(log, { taskId, call: 'resync' }, () => control.resync(taskId));
@@ -304,6 +302,7 @@ function registerTasks(app: FastifyInstance, ctx: RouteContext): void {
  */
 function registerDeletes(app: FastifyInstance, ctx: RouteContext): void {
   const { store } = ctx;
+  const commands = new TaskCommands(ctx);
 
   app.delete(
     '/v1/cluster/delete',
@@ -331,7 +330,7 @@ function registerDeletes(app: FastifyInstance, ctx: RouteContext): void {
       const spec = await store.getTask(id);
       // nacos-sync answers success for a task that is not there; so does this route, saying so.
       if (spec === undefined) return okResult({}, `no task ${id}; nothing to delete`);
-      await deleteTask(ctx, spec);
+      await commands.delete(spec);
       return okResult({});
     },
   );
@@ -351,7 +350,7 @@ function registerDeletes(app: FastifyInstance, ctx: RouteContext): void {
           continue;
         }
         try {
-          await deleteTask(ctx, spec);
+          await commands.delete(spec);
         } catch (err) {
           // One at a time, stopping at the first failure: what was deleted is said, the rest is untouched.
           const rest = ids.slice(ids.indexOf(id) + 1);
@@ -370,12 +369,6 @@ function registerDeletes(app: FastifyInstance, ctx: RouteContext): void {
 /** Tells the engine a cluster changed; a failure is logged (see {@link notifyEngine}). */
 function clusterChanged(ctx: RouteContext, id: string): Promise<void> {
   return notifyEngine(ctx.log, { clusterId: id, call: 'clusterChanged' }, () => ctx.control.clusterChanged(id));
-}
-
-/** Removes the copies of the task, then the task, as `DELETE /api/v1/tasks/:id` does. */
-async function deleteTask(ctx: RouteContext, spec: TaskSpec): Promise<void> {
-  await removeCopies(ctx, spec);
-  await ctx.store.deleteTask(spec.id);
 }
 
 /** Every value of a parameter: the query string's, then a form body's. */

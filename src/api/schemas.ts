@@ -290,3 +290,15 @@ export const taskDetailView = {
 export function listOf<T extends object>(item: T) {
   return { type: 'object', required: ['items'], properties: { items: { type: 'array', items: item } } } as const;
 }
+
+/** The answer of the `compare` routes: what a `PUT` of the same body would change (nothing is written). */
+export const comparisonView = {
+  type: 'object',
+  description: 'What PUT of this body would change; nothing is written.',
+  required: ['exists', 'differs', 'fields'],
+  properties: {
+    exists: { type: 'boolean', description: 'Whether it exists.' },
+    differs: { type: 'boolean', description: 'Whether PUT of this body would change anything (true when it does not exist).' },
+    fields: { type: 'array', items: { type: 'string' }, description: 'The stored fields PUT would change; never their values.' },
+  },
+} as const;

@@ -573,3 +573,77 @@ describe('POST /api/v1/tasks/:id/release', () => {
     expectError(await h.inject({ method: 'POST', url: '/api/v1/tasks/ghost/release' }), 404, 'task_not_found', /no task ghost/);
   });
 });
+
+describe('task commands under concurrency and failure', () => {
+  const put = (id: string, payload: unknown) => h.inject({ method: 'PUT', url: `/api/v1/tasks/${id}`, payload: payload as object });
+  const batch = (payload: unknown) => h.inject({ method: 'POST', url: '/api/v1/tasks:batch', payload: payload as object });
+
+  it('answers 201 to exactly one of many concurrent PUTs of a new id, 200 to the others, keeping the first creation', async () => {
+    for (let round = 0; round < 5; round += 1) {
+      const id = `race-${round}`;
+      const answers = await Promise.all(Array.from({ length: 8 }, () => put(id, { source: 'a', destination: 'b', service: `orders-${round}` })));
+      expect(answers.map((r) => r.statusCode).sort(), answers.map((r) => r.payload).join('\n')).toEqual([200, 200, 200, 200, 200, 200, 200, 201]);
+      const stored = await h.store.getTask(id);
+      const created = answers.find((r) => r.statusCode === 201)?.json() as { createdAt: string };
+      expect(stored?.createdAt).toBe(created.createdAt);
+      expect(h.control.calls.filter((c) => c.id === id)).toEqual([{ method: 'taskChanged', id }]);
+    }
+  });
+
+  it('creates a racing batch whole or not at all', async () => {
+    for (let round = 0; round < 10; round += 1) {
+      const shared = { id: `shared-${round}`, source: 'a', destination: 'b', service: `shared-${round}` };
+      const items = (side: string) => [1, 2, 3].map((n) => ({ id: `${side}${n}-${round}`, source: 'a', destination: 'b', service: `${side}${n}-${round}` }));
+      const [left, right] = await Promise.all([batch({ action: 'create', tasks: [...items('l'), shared] }), batch({ action: 'create', tasks: [...items('r'), shared] })]);
+      expect([left.statusCode, right.statusCode].sort(), `${left.payload}\n${right.payload}`).toEqual([200, 400]);
+      const ids = new Set((await h.store.listTasks()).map((t) => t.id));
+      for (const [side, res] of [['l', left], ['r', right]] as const) {
+        const present = items(side).map((t) => ids.has(t.id));
+        expect(present, `${side}: ${res.payload}`).toEqual(res.statusCode === 200 ? [true, true, true] : [false, false, false]);
+        if (res.statusCode === 400) expectError(res, 400, 'invalid_batch', new RegExp(`nothing created: tasks\\[3\\]: task shared-${round} already exists`));
+      }
+    }
+  });
+
+  it('writes nothing and tells nobody for a PUT that changes nothing, whatever the order of its options', async () => {
+    const body = { source: 'a', destination: 'b', service: '*', options: { include: ['x*'], fullSyncIntervalMs: 5000, mapping: { prefix: 'p-', suffix: '-s' } } };
+    expect((await put('t1', body)).statusCode).toBe(201);
+    h.control.reset();
+    const before = await h.snapshot();
+    const res = await put('t1', { options: { mapping: { suffix: '-s', prefix: 'p-' }, fullSyncIntervalMs: 5000, include: ['x*'] }, service: '*', destination: 'b', source: 'a' });
+    expect(res.statusCode, res.payload).toBe(200);
+    expect(res.json()).toMatchObject({ id: 't1', options: body.options });
+    expect(await h.snapshot()).toEqual(before);
+    expect(h.control.calls).toEqual([]);
+  });
+
+  it('compares a body with the stored task without writing: exists, differs and the fields', async () => {
+    const compare = (id: string, payload: unknown) => h.inject({ method: 'POST', url: `/api/v1/tasks/${id}/compare`, payload: payload as object });
+    const body = { source: 'a', destination: 'b', service: 'orders', options: { fullSyncIntervalMs: 5000 } };
+    expect((await compare('t1', body)).json()).toEqual({ exists: false, differs: true, fields: [] });
+    await put('t1', body);
+    const before = await h.snapshot();
+    h.control.reset();
+    expect((await compare('t1', body)).json()).toEqual({ exists: true, differs: false, fields: [] });
+    expect((await compare('t1', { ...body, destination: 'c', options: {} })).json()).toEqual({ exists: true, differs: true, fields: ['destination', 'options'] });
+    expectError(await compare('t1', { ...body, destination: 'zz' }), 400, 'unknown_cluster');
+    expectError(await compare('t1', { ...body, id: 't2' }), 400, 'id_mismatch');
+    expect(await h.snapshot()).toEqual(before);
+    expect(h.control.calls).toEqual([]);
+  });
+
+  it('runs the task again when a delete or a replace moving its copies fails to remove them', async () => {
+    await put('t1', { source: 'a', destination: 'b', service: 'orders' });
+    h.control.reset();
+    h.control.failures.removeTask = new Error('destination unreachable');
+    expectError(await h.inject({ method: 'DELETE', url: '/api/v1/tasks/t1' }), 502, 'cleanup_failed');
+    expectError(await put('t1', { source: 'a', destination: 'c', service: 'orders' }), 502, 'cleanup_failed');
+    expectError(await batch({ action: 'delete', tasks: ['t1'] }), 502, 'cleanup_failed');
+    const again = [
+      { method: 'removeTask', id: 't1' },
+      { method: 'taskChanged', id: 't1' },
+    ];
+    expect(h.control.calls).toEqual([...again, ...again, ...again]);
+    expect(await h.store.getTask('t1')).toMatchObject({ destination: 'b', state: 'running' });
+  });
+});

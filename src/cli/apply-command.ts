@@ -63,45 +63,32 @@ export interface ApplyResult {
 }
 
 /**
- * Applies declarations through the REST API at `server`: clusters first, then tasks. Idempotent.
+ * Applies declarations through the REST API at `server`: clusters first, then tasks. Idempotent:
+ * each entry is first compared on the server (`POST .../:id/compare`, which can judge passwords the
+ * API never shows), and only one that would change is sent with `PUT`; applying the same files
+ * twice sends no `PUT` the second time, so no adapter is rebuilt and no copy re-created.
  * `token` is sent as `Authorization: Bearer` (an admin token, when the API requires tokens).
  */
 export async function applyDeclarations(server: string, decl: Declarations, token?: string): Promise<ApplyResult[]> {
   const call = (method: string, path: string, body?: unknown) => callApi(server, token, method, path, body);
   const results: ApplyResult[] = [];
-  for (const cluster of decl.clusters) {
-    const current = await call('GET', `/api/v1/clusters/${encodeURIComponent(cluster.id)}`);
-    // The API never shows passwords, so a declared password is always sent; it counts as a change
-    // only when something visible changed too.
-    const same = current.status === 200 && sameFields(current.body as Record<string, unknown>, cluster, ['password']);
-    if (!same || cluster.password !== undefined) {
-      await expectOk(await call('PUT', `/api/v1/clusters/${encodeURIComponent(cluster.id)}`, cluster), `cluster ${cluster.id}`);
-    }
-    results.push({ kind: 'cluster', id: cluster.id, action: same ? 'unchanged' : current.status === 200 ? 'updated' : 'created' });
-  }
-  for (const task of decl.tasks) {
-    const current = await call('GET', `/api/v1/tasks/${encodeURIComponent(task.id)}`);
-    if (current.status === 200 && sameFields(current.body as Record<string, unknown>, task, [])) {
-      results.push({ kind: 'task', id: task.id, action: 'unchanged' });
+  const entries = [
+    ...decl.clusters.map((body) => ({ kind: 'cluster' as const, path: `/api/v1/clusters/${encodeURIComponent(body.id)}`, body })),
+    ...decl.tasks.map((body) => ({ kind: 'task' as const, path: `/api/v1/tasks/${encodeURIComponent(body.id)}`, body })),
+  ];
+  for (const { kind, path, body } of entries) {
+    const what = `${kind} ${body.id}`;
+    const compared = await call('POST', `${path}/compare`, body);
+    await expectOk(compared, what);
+    const { exists, differs } = compared.body as { exists: boolean; differs: boolean };
+    if (exists && !differs) {
+      results.push({ kind, id: body.id, action: 'unchanged' });
       continue;
     }
-    await expectOk(await call('PUT', `/api/v1/tasks/${encodeURIComponent(task.id)}`, task), `task ${task.id}`);
-    results.push({ kind: 'task', id: task.id, action: current.status === 200 ? 'updated' : 'created' });
+    await expectOk(await call('PUT', path, body), what);
+    results.push({ kind, id: body.id, action: exists ? 'updated' : 'created' });
   }
   return results;
-}
-
-/** Do the declared fields all equal the stored ones (ignoring `ignored`)? */
-function sameFields(stored: Record<string, unknown>, declared: Record<string, unknown>, ignored: string[]): boolean {
-  return Object.entries(declared).every(([k, v]) => ignored.includes(k) || JSON.stringify(normalize(stored[k])) === JSON.stringify(normalize(v)));
-}
-
-function normalize(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(normalize);
-  if (v && typeof v === 'object') {
-    return Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, normalize(x)]));
-  }
-  return v;
 }
 
 async function callApi(server: string, token: string | undefined, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {

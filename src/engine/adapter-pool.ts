@@ -53,13 +53,22 @@ export class AdapterPool {
     return this.specs.get(clusterId);
   }
 
-  /** Closes and forgets the adapter of a cluster; the next `get` builds a new one. */
-  async invalidate(clusterId: string): Promise<void> {
+  /**
+   * Forgets the adapter of a cluster, so that the next `get` builds a new one, and closes it. With
+   * `handOver`, the old adapter is closed only once `handOver` settled: the caller moves what the
+   * old one holds (watches, beats, copies bound to its session) onto the new one first, so that
+   * nothing it wrote vanishes in between.
+   */
+  async invalidate(clusterId: string, handOver?: () => Promise<void>): Promise<void> {
     const adapter = this.adapters.get(clusterId);
     this.adapters.delete(clusterId);
     this.specs.delete(clusterId);
     this.invalidations.set(clusterId, (this.invalidations.get(clusterId) ?? 0) + 1);
-    if (adapter) await adapter.then((a) => a.close()).catch(() => {});
+    try {
+      await handOver?.();
+    } finally {
+      if (adapter) await adapter.then((a) => a.close()).catch(() => {});
+    }
   }
 
   async closeAll(): Promise<void> {

@@ -6,16 +6,30 @@ import type { TaskControl } from './control.js';
 
 /** What travels on the bus: one {@link TaskControl} call. */
 export interface ControlMessage {
-  op: 'taskChanged' | 'resync' | 'removeTask' | 'clusterChanged';
+  /**
+   * A {@link TaskControl} call, or `removalLapsed`: the sender of a `removeTask` of this task is gone
+   * without saying how it ended (receivers make it up themselves: see {@link ControlBus.listen}).
+   */
+  op: 'taskChanged' | 'resync' | 'removeTask' | 'clusterChanged' | 'removalLapsed';
   id: string;
   /** The process that sent it (it applied the change itself). */
   from: string;
   /** Where receivers acknowledge, when the sender waits for them. */
   ack?: string;
+  /** `removeTask`: the key the sender keeps while it removes the copies, and for a while after. */
+  fence?: string;
 }
 
 /** How long a sender waits for every worker to let go of a task it removes. */
 const REMOVE_ACK_TIMEOUT_MS = 10_000;
+
+/**
+ * How long the fence of a removal outlives its last renewal. The sender renews it while it removes
+ * the copies and lets it lapse this long after; by then it has deleted or rewritten the task, or
+ * started it again (a failed removal). A fence that lapses with the task still stored as running
+ * means the sender died in between: the receivers start the task again themselves.
+ */
+const REMOVAL_FENCE_TTL_MS = 15_000;
 
 /**
  * Tells every regsync process of a deployment what the REST API changed, over the Redis channel
@@ -24,7 +38,10 @@ const REMOVE_ACK_TIMEOUT_MS = 10_000;
  *
  * `removeTask` waits (up to 10 s) until every live worker acknowledged that it stopped the task and
  * finished its reconciles, so that the copies removed afterwards are not written again by a
- * reconcile still under way elsewhere.
+ * reconcile still under way elsewhere. While it removes the copies the sender holds a fence in
+ * Redis (`<p>:removing:<task>`); a receiver that stopped the task for it waits for the fence to
+ * lapse and then runs the task again if the store still says so, so that a sender that died mid-way
+ * does not leave the task stopped everywhere.
  */
 export class ControlBus {
   readonly id: string;
@@ -59,11 +76,21 @@ export class ControlBus {
         await local.clusterChanged(id);
       },
       removeTask: async (id) => {
-        const expected = (await workers()).filter((w) => w !== this.id);
-        const ack = `${this.prefix}:ack:${randomBytes(8).toString('hex')}`;
-        await this.send({ op: 'removeTask', id, from: this.id, ack });
-        await this.awaitAcks(ack, expected, id);
-        await local.removeTask(id);
+        const fence = `${this.prefix}:removing:${id}`;
+        await this.redis.set(fence, this.id, 'PX', REMOVAL_FENCE_TTL_MS);
+        const renew = setInterval(() => void this.redis.pexpire(fence, REMOVAL_FENCE_TTL_MS).catch(() => undefined), REMOVAL_FENCE_TTL_MS / 3);
+        renew.unref();
+        try {
+          const expected = (await workers()).filter((w) => w !== this.id);
+          const ack = `${this.prefix}:ack:${randomBytes(8).toString('hex')}`;
+          await this.send({ op: 'removeTask', id, from: this.id, ack, fence });
+          await this.awaitAcks(ack, expected, id);
+          await local.removeTask(id);
+        } finally {
+          clearInterval(renew);
+          // Counted from now: the caller's write (or restart) of the task comes next.
+          await this.redis.pexpire(fence, REMOVAL_FENCE_TTL_MS).catch(() => undefined);
+        }
       },
     };
   }
@@ -83,6 +110,7 @@ export class ControlBus {
         return;
       }
       if (message.from === this.id) return;
+      if (message.op === 'removeTask' && message.fence) this.awaitFence(message.fence, message.id, apply);
       void apply(message)
         .catch((err: unknown) => this.log.warn({ err, op: message.op, id: message.id }, 'control message failed'))
         .then(async () => {
@@ -92,6 +120,21 @@ export class ControlBus {
         .catch((err: unknown) => this.log.warn({ err }, 'cannot acknowledge a control message'));
     });
     await subscriber.subscribe(this.channel);
+  }
+
+  /** Once `fence` lapsed, applies `removalLapsed` of the task (the receiver decides whether it still has to run). */
+  private awaitFence(fence: string, taskId: string, apply: (message: ControlMessage) => Promise<void>): void {
+    const check = async (): Promise<void> => {
+      const left = await this.redis.pttl(fence);
+      if (left !== -2) {
+        // Still held (or, without an expiry, held by hand): look again once it can have lapsed.
+        setTimeout(() => void check().catch(onError), left > 0 ? left + 100 : REMOVAL_FENCE_TTL_MS).unref();
+        return;
+      }
+      await apply({ op: 'removalLapsed', id: taskId, from: this.id });
+    };
+    const onError = (err: unknown) => this.log.warn({ err, task: taskId }, 'cannot check the fence of a removal; the next full sync of a restart picks the task up');
+    setTimeout(() => void check().catch(onError), REMOVAL_FENCE_TTL_MS).unref();
   }
 
   private async send(message: ControlMessage): Promise<void> {

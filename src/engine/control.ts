@@ -8,8 +8,10 @@ export interface TaskControl {
   /** Reconcile every service of the task now. */
   resync(taskId: string): Promise<void>;
   /**
-   * Stops the task and removes every destination instance it wrote; resolves when they are gone.
-   * The caller deletes the task record afterwards.
+   * Stops the task (in every process) and removes every destination instance it wrote; resolves
+   * when they are gone. The caller deletes or replaces the task record afterwards. When it
+   * rejects, or the caller's write fails, the task is stopped while the store still holds it: the
+   * caller calls {@link taskChanged} so that it runs again where it ran (see `TaskCommands`).
    */
   removeTask(taskId: string): Promise<void>;
   /** A cluster's settings changed: drop cached connections so the next use picks them up. */

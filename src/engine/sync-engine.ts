@@ -187,6 +187,18 @@ export class SyncEngine implements TaskControl {
     this.reconciler.forget(taskKeyPrefix(taskId));
   }
 
+  /**
+   * The removal another process stopped the task for has ended without this process being told
+   * (its sender died mid-way): runs the task again if the store still holds it as running.
+   */
+  async resumeIfStopped(taskId: string): Promise<void> {
+    if (this.active.has(taskId)) return;
+    const task = await this.opts.store.getTask(taskId);
+    if (task?.state !== 'running' || this.active.has(taskId)) return;
+    this.log.warn({ task: taskId }, 'a removal of the task ended without word; running the task again');
+    await this.taskChanged(taskId);
+  }
+
   /** This process no longer leads `shard`: stop its watches and beats at once. */
   unleadShard(shard: number): void {
     for (const active of this.active.values()) {
@@ -230,10 +242,15 @@ export class SyncEngine implements TaskControl {
     this.opts.heartbeats.stop();
   }
 
+  /**
+   * A task was created, changed, paused or resumed, or a command that stopped it failed: runs it
+   * from the stored spec, or stops it. A running task beats at once the copies its last reconciles
+   * recorded (in the shards this process leads), as a new shard leader does, rather than only once
+   * a reconcile succeeds again (which waits for a destination that was down).
+   */
   async taskChanged(taskId: string): Promise<void> {
-    this.deactivate(taskId);
-    const task = await this.opts.store.getTask(taskId);
-    if (task?.state === 'running') await this.activate(task);
+    await this.restart(taskId);
+    await this.takeOverCopies(taskId, false);
   }
 
   async resync(taskId: string): Promise<void> {
@@ -279,11 +296,55 @@ export class SyncEngine implements TaskControl {
     return keys.length;
   }
 
+  /**
+   * A cluster's settings changed: its tasks move onto a new adapter before the old one closes. They
+   * watch through the new one at once, and the copies this process keeps alive there (those of the
+   * shards it leads) are taken over by the new adapter first: beaten through it and retained in its
+   * session, so that copies bound to the old connection (ZooKeeper's ephemeral nodes) never vanish.
+   */
   async clusterChanged(clusterId: string): Promise<void> {
-    const affected = (await this.opts.store.tasksUsingCluster(clusterId)).map((t) => t.id);
-    for (const id of affected) this.deactivate(id);
-    await this.opts.adapters.invalidate(clusterId);
-    for (const id of affected) await this.taskChanged(id);
+    const affected = await this.opts.store.tasksUsingCluster(clusterId);
+    await this.opts.adapters.invalidate(clusterId, async () => {
+      for (const task of affected) {
+        await this.restart(task.id);
+        await this.takeOverCopies(task.id, task.destination === clusterId);
+      }
+    });
+  }
+
+  /** Stops the task here, then runs it from its stored spec if that says running. */
+  private async restart(taskId: string): Promise<void> {
+    this.deactivate(taskId);
+    const task = await this.opts.store.getTask(taskId);
+    if (task?.state === 'running') await this.activate(task);
+  }
+
+  /**
+   * Beats, through the destination's current adapter, the copies of the task's service syncs in
+   * the shards this process leads, as their last reconcile recorded them; with `retain`, first has
+   * the adapter take them into its own session. A failure is logged: the next reconcile repairs it.
+   */
+  private async takeOverCopies(taskId: string, retain: boolean): Promise<void> {
+    const active = this.active.get(taskId);
+    const liveSets = this.opts.liveSets;
+    if (!active || !liveSets) return;
+    const destination = await this.opts.adapters.get(active.task.destination).catch(() => undefined);
+    const led = [...active.services].filter(([, sync]) => this.leads(sync.shard));
+    if (!destination || led.length === 0) return;
+    const sets = await Promise.all(led.map(([key, sync]) => liveSets.get(key, sync.shard).catch(() => [])));
+    for (const [i, [key, sync]] of led.entries()) {
+      const instances = sets[i] ?? [];
+      // A reconcile that ran since the task started set fresher beats (and retained) already.
+      if (instances.length === 0 || this.opts.heartbeats.instancesOf(key).length > 0) continue;
+      const target = mapService(sync.service, active.task.options.mapping);
+      try {
+        if (retain) await destination.retain?.(target, instances);
+      } catch (err) {
+        this.log.warn({ err, key }, 'cannot take the copies over onto the new adapter; the next reconcile does');
+      }
+      if (this.active.get(taskId) !== active || !this.leads(sync.shard) || this.opts.heartbeats.instancesOf(key).length > 0) continue;
+      this.opts.heartbeats.set(key, destination, target, instances);
+    }
   }
 
   private async activate(task: TaskSpec): Promise<void> {

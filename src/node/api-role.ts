@@ -109,7 +109,11 @@ function withEvents(control: TaskControl, events: TaskEventLog, store: RegsyncSt
       try {
         await control.removeTask(taskId);
       } catch (err) {
-        await events.record({ kind: 'error', taskId, message: `removing the task's copies${where} failed: ${err instanceof Error ? err.message : String(err)}` });
+        await events.record({
+          kind: 'error',
+          taskId,
+          message: `removing the task's copies${where} failed: ${err instanceof Error ? err.message : String(err)}; the task is kept and runs again`,
+        });
         throw err;
       }
       await events.record({ kind: 'task', taskId, message: `every copy the task wrote was removed${where} (the task is deleted, or replaced by one copying elsewhere)` });

@@ -144,5 +144,7 @@ async function applyControl(engine: SyncEngine, message: ControlMessage): Promis
       return engine.clusterChanged(message.id);
     case 'removeTask':
       return engine.stopTask(message.id);
+    case 'removalLapsed':
+      return engine.resumeIfStopped(message.id);
   }
 }

@@ -1,4 +1,4 @@
-export { RegsyncStore, type TaskSelector } from './regsync-store.js';
+export { RegsyncStore, type PutResult, type TaskSelector, type VersionedTask } from './regsync-store.js';
 export { MissingServices } from './missing-services.js';
 export type { ServiceStatus } from '../model/service-status.js';
 export { StoreError, type StoreErrorCode } from './store-error.js';

@@ -87,6 +87,16 @@ describe('clusters', () => {
     expect(await redis.smembers(`${prefix}:clusters`)).toEqual(['c1']);
   });
 
+  it('says whether a put created, replaced or changed nothing, deciding atomically', async () => {
+    const puts = await Promise.all(Array.from({ length: 8 }, (_, i) => store.putCluster(cluster('c1', { labels: { n: String(i) } }))));
+    expect(puts.filter((r) => r === 'created')).toHaveLength(1);
+    expect(puts.filter((r) => r === 'created' || r === 'replaced')).toHaveLength(8);
+    const spec = cluster('c2', { labels: { b: '2', a: '1' }, options: { z: { y: 1, x: [2, 1] }, a: true } });
+    expect(await store.putCluster(spec)).toBe('created');
+    expect(await store.putCluster({ ...spec, labels: { a: '1', b: '2' }, options: { a: true, z: { x: [2, 1], y: 1 } } })).toBe('unchanged');
+    expect(await store.putCluster({ ...spec, options: { a: true, z: { x: [1, 2], y: 1 } } })).toBe('replaced');
+  });
+
   it('keeps stores with different prefixes apart', async () => {
     const other = new RegsyncStore(redis, `${prefix}-other`);
     await store.putCluster(cluster('c1'));
@@ -123,6 +133,28 @@ describe('tasks', () => {
     );
     expect(sameSelector.filter((r) => r === 'created')).toHaveLength(1);
     expect(await store.listTasks()).toHaveLength(2);
+  });
+
+  it('creates a batch of tasks whole or not at all', async () => {
+    await store.createTask(task('taken', { service: 'taken' }));
+    expect(await store.createTasks([task('b1'), task('b2'), task('taken', { service: 'x' })])).toEqual({ result: 'exists', index: 2 });
+    expect(await store.createTasks([task('b1'), task('b2', { service: 'taken' }), task('b3')])).toEqual({ result: 'exists', index: 1 });
+    expect((await store.listTasks()).map((t) => t.id)).toEqual(['taken']);
+    expect(await store.createTasks([task('b1'), task('b2')])).toEqual({ result: 'created' });
+    expect((await store.listTasks()).map((t) => t.id)).toEqual(['b1', 'b2', 'taken']);
+    expect(await store.findTaskBySelector(task('x', { service: 'svc-b2' }))).toMatchObject({ id: 'b2' });
+  });
+
+  it('replaces only over the version read, and says when nothing changed', async () => {
+    expect(await store.replaceTask(task('t1'), undefined)).toBe('created');
+    expect(await store.replaceTask(task('t1'), undefined)).toBe('changed');
+    const read = await store.getVersionedTask('t1');
+    expect(read?.spec).toEqual(task('t1'));
+    expect(await store.replaceTask(task('t1'), read?.version)).toBe('unchanged');
+    expect(await store.putTask(task('t1', { options: { maxServices: 5 } }))).toBe('replaced');
+    expect(await store.replaceTask(task('t1', { options: { maxServices: 6 } }), read?.version)).toBe('changed');
+    expect((await store.getTask('t1'))?.options).toEqual({ maxServices: 5 });
+    expect(await store.putTask(task('t1', { options: { maxServices: 5 } }))).toBe('unchanged');
   });
 
   it('puts: replaces, moves the selector, refuses one taken by another task', async () => {

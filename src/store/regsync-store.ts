@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { compareServiceKeys, type ClusterSpec, type HeldDeletion, type ServiceKey, type TaskOptions, type TaskSpec, type TaskState } from '../model/index.js';
 import { compareStrings, isClusterSpec, isServiceStatus, isTaskSpec, parseRecord } from './records.js';
-import { DELETE_TASK, PUT_STATUS_IF_TASK, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
+import { CREATE_TASKS, DELETE_TASK, PUT_CLUSTER, PUT_STATUS_IF_TASK, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
 import type { GuardState, ServiceStatus } from '../model/service-status.js';
 import { StoreError } from './store-error.js';
 import { evalScript } from '../util/redis-script.js';
@@ -12,6 +12,19 @@ import { evalScript } from '../util/redis-script.js';
  * instances into the same destination would keep taking the copies from each other.
  */
 export type TaskSelector = Pick<TaskSpec, 'source' | 'destination' | 'namespace' | 'group' | 'service'>;
+
+/** What a create-or-replace did: `unchanged` wrote nothing (the stored record was the same already). */
+export type PutResult = 'created' | 'replaced' | 'unchanged';
+
+/**
+ * A task as stored, with an opaque version of its record for {@link RegsyncStore.replaceTask}: a
+ * write that depends on what was read, such as a replace keeping the creation time, goes through
+ * only when the record is still the one read.
+ */
+export interface VersionedTask {
+  spec: TaskSpec;
+  version: string;
+}
 
 /** How often {@link RegsyncStore.setTaskState} re-reads after losing a race before giving up. */
 const MAX_CAS_ATTEMPTS = 20;
@@ -48,15 +61,16 @@ export class RegsyncStore {
 
   // ---- clusters ----
 
-  /** Creates or replaces a cluster. */
-  async putCluster(spec: ClusterSpec): Promise<void> {
+  /**
+   * Creates or replaces a cluster, deciding atomically which it was; writes nothing (`unchanged`)
+   * when the stored cluster equals `spec` already (same fields, options and labels in any key order).
+   */
+  async putCluster(spec: ClusterSpec): Promise<PutResult> {
     const stored = storedCluster(spec);
-    await this.redis
-      .multi()
-      .set(this.clusterKey(stored.id), JSON.stringify(stored))
-      .sadd(this.clustersKey(), stored.id)
-      .exec()
-      .then(checkExec);
+    const key = this.clusterKey(stored.id);
+    const reply = await evalScript(this.redis, PUT_CLUSTER, 2, key, this.clustersKey(), stored.id, canonicalJson(stored));
+    if (reply === 'created' || reply === 'replaced' || reply === 'unchanged') return reply;
+    throw new StoreError('unexpected_reply', key, `writing ${key}: unexpected script reply ${JSON.stringify(reply)}`);
   }
 
   /** Creates a cluster unless one with the same id exists; atomic, so two creators cannot both win. */
@@ -66,7 +80,7 @@ export class RegsyncStore {
     const replies = checkExec(
       await this.redis
         .multi()
-        .set(this.clusterKey(stored.id), JSON.stringify(stored), 'NX')
+        .set(this.clusterKey(stored.id), canonicalJson(stored), 'NX')
         .sadd(this.clustersKey(), stored.id)
         .exec(),
     );
@@ -110,17 +124,55 @@ export class RegsyncStore {
    */
   async createTask(spec: TaskSpec): Promise<'created' | 'exists'> {
     const reply = await this.writeTask(storedTask(spec), 'create');
-    return reply === 'ok' ? 'created' : 'exists';
+    return reply === 'created' ? 'created' : 'exists';
   }
 
   /**
-   * Creates or replaces a task. Rejects with a `duplicate_task` {@link StoreError} when another
+   * Creates every task of `specs`, or none: `exists` names the first (by position) whose id is
+   * taken or whose {@link TaskSelector} another task has. The ids and selectors of `specs` must
+   * differ among themselves (the caller checks that; the store would let the last one win).
+   */
+  async createTasks(specs: readonly TaskSpec[]): Promise<{ result: 'created' } | { result: 'exists'; index: number }> {
+    if (specs.length === 0) return { result: 'created' };
+    const stored = specs.map(storedTask);
+    const keys = [this.tasksKey(), this.selectorsKey(), this.selectorOfKey(), ...stored.map((t) => this.taskKey(t.id))];
+    const args = stored.flatMap((t) => [t.id, canonicalJson(t), selectorOf(t)]);
+    const reply = await evalScript(this.redis, CREATE_TASKS, keys.length, ...keys, ...args);
+    if (reply === 'ok') return { result: 'created' };
+    if (Array.isArray(reply) && typeof reply[0] === 'number') return { result: 'exists', index: reply[0] - 1 };
+    throw new StoreError('unexpected_reply', this.tasksKey(), `creating tasks: unexpected script reply ${JSON.stringify(reply)}`);
+  }
+
+  /**
+   * Creates or replaces a task, deciding atomically which it was (`unchanged`: the stored task
+   * equals `spec`, nothing written). Rejects with a `duplicate_task` {@link StoreError} when another
    * task already has the same {@link TaskSelector}. Keeps the task's status.
    */
-  async putTask(spec: TaskSpec): Promise<void> {
+  async putTask(spec: TaskSpec): Promise<PutResult> {
     const stored = storedTask(spec);
     const reply = await this.writeTask(stored, 'put');
     if (reply === 'duplicate') throw duplicateTask(this.selectorsKey(), stored);
+    if (reply === 'exists' || reply === 'changed') throw new StoreError('unexpected_reply', this.taskKey(spec.id), `writing task ${spec.id}: ${reply}`);
+    return reply;
+  }
+
+  /** A task with the version of its record (see {@link replaceTask}); undefined when there is none. */
+  async getVersionedTask(id: string): Promise<VersionedTask | undefined> {
+    const key = this.taskKey(id);
+    const raw = await this.redis.get(key);
+    return raw === null ? undefined : { spec: this.parseTask(key, id, raw), version: raw };
+  }
+
+  /**
+   * Writes `spec` only if the task is still as read: `version` from {@link getVersionedTask}, or
+   * undefined for "there is no such task". `changed` when it is not (read again and retry); else as
+   * {@link putTask}, including the `duplicate_task` rejection.
+   */
+  async replaceTask(spec: TaskSpec, version: string | undefined): Promise<PutResult | 'changed'> {
+    const stored = storedTask(spec);
+    const reply = await this.writeTask(stored, version === undefined ? 'create' : 'replace', version ?? '');
+    if (reply === 'duplicate') throw duplicateTask(this.selectorsKey(), stored);
+    return reply === 'exists' ? 'changed' : reply;
   }
 
   /** A task by id; undefined when there is none. */
@@ -188,7 +240,7 @@ export class RegsyncStore {
       if (current.state === state) return current;
       const next = storedTask({ ...current, state });
       const reply = await this.writeTask(next, 'replace', raw);
-      if (reply === 'ok') return next;
+      if (reply === 'replaced' || reply === 'unchanged') return next;
       if (reply === 'duplicate') throw duplicateTask(this.selectorsKey(), next);
       // 'changed': someone wrote the task meanwhile; read again.
     }
@@ -281,7 +333,7 @@ export class RegsyncStore {
     spec: TaskSpec,
     mode: 'create' | 'put' | 'replace',
     expected = '',
-  ): Promise<'ok' | 'exists' | 'changed' | 'duplicate'> {
+  ): Promise<PutResult | 'exists' | 'changed' | 'duplicate'> {
     const key = this.taskKey(spec.id);
     const reply = await evalScript(
       this.redis,
@@ -294,10 +346,10 @@ export class RegsyncStore {
       spec.id,
       mode,
       expected,
-      JSON.stringify(spec),
+      canonicalJson(spec),
       selectorOf(spec),
     );
-    if (reply === 'ok' || reply === 'exists' || reply === 'changed' || reply === 'duplicate') return reply;
+    if (reply === 'created' || reply === 'replaced' || reply === 'unchanged' || reply === 'exists' || reply === 'changed' || reply === 'duplicate') return reply;
     throw new StoreError('unexpected_reply', key, `writing ${key}: unexpected script reply ${JSON.stringify(reply)}`);
   }
 
@@ -348,6 +400,19 @@ export class RegsyncStore {
   private errorKey(taskId: string): string {
     return `${this.prefix}:task-error:${taskId}`;
   }
+}
+
+/**
+ * JSON with the keys of every object sorted, so that equal records are equal strings whatever
+ * order a client sent their options in (arrays keep their order: it means something).
+ */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+    const sorted: Record<string, unknown> = {};
+    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
+    return sorted;
+  });
 }
 
 /** MULTI replies without per-command errors; ioredis answers null when the transaction was aborted. */

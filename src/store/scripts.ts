@@ -9,13 +9,14 @@
  */
 
 /**
- * Writes a task record and its indexes.
+ * Writes a task record and its indexes, unless the stored record is the new one already.
  *
  * KEYS: task record, task id set, selector -> id hash, id -> selector hash.
  * ARGV: id, mode (`create` | `put` | `replace`), expected record (for `replace`), new record, selector.
  *
  * Returns `exists` (create, id taken), `changed` (replace, record differs from the expected one or
- * is gone), `duplicate` (another task owns the selector) or `ok`.
+ * is gone), `duplicate` (another task owns the selector), `unchanged` (the record is the new one:
+ * nothing written), `created` or `replaced`.
  */
 export const WRITE_TASK = `
 local current = redis.call('GET', KEYS[1])
@@ -24,6 +25,7 @@ if ARGV[2] == 'create' then
 elseif ARGV[2] == 'replace' then
   if current ~= ARGV[3] then return 'changed' end
 end
+if current == ARGV[4] then return 'unchanged' end
 local owner = redis.call('HGET', KEYS[3], ARGV[5])
 if owner and owner ~= ARGV[1] then return 'duplicate' end
 local previous = redis.call('HGET', KEYS[4], ARGV[1])
@@ -34,7 +36,53 @@ redis.call('SET', KEYS[1], ARGV[4])
 redis.call('SADD', KEYS[2], ARGV[1])
 redis.call('HSET', KEYS[3], ARGV[5], ARGV[1])
 redis.call('HSET', KEYS[4], ARGV[1], ARGV[5])
+if current then return 'replaced' end
+return 'created'
+`;
+
+/**
+ * Creates several tasks, all or none: every id must be free and every selector unowned (the
+ * caller has made them distinct among themselves), checked and written in one step.
+ *
+ * KEYS: task id set, selector -> id hash, id -> selector hash, then the record key of each task.
+ * ARGV: for each task, its id, record and selector.
+ *
+ * Returns `ok`, or `{position, 'exists' | 'duplicate'}` for the first task in the way (1-based),
+ * having written nothing.
+ */
+export const CREATE_TASKS = `
+local n = #KEYS - 3
+for i = 1, n do
+  if redis.call('EXISTS', KEYS[3 + i]) == 1 then return {i, 'exists'} end
+  if redis.call('HEXISTS', KEYS[2], ARGV[3 * i]) == 1 then return {i, 'duplicate'} end
+end
+for i = 1, n do
+  local id, record, selector = ARGV[3 * i - 2], ARGV[3 * i - 1], ARGV[3 * i]
+  redis.call('SET', KEYS[3 + i], record)
+  redis.call('SADD', KEYS[1], id)
+  redis.call('HSET', KEYS[2], selector, id)
+  redis.call('HSET', KEYS[3], id, selector)
+end
 return 'ok'
+`;
+
+/**
+ * Writes a cluster record and its index entry, unless the stored record is the new one already,
+ * so that creating, replacing and "nothing to do" are decided in one step.
+ *
+ * KEYS: cluster record, cluster id set. ARGV: id, record.
+ * Returns `unchanged` (nothing written), `created` or `replaced`.
+ */
+export const PUT_CLUSTER = `
+local current = redis.call('GET', KEYS[1])
+if current == ARGV[2] then
+  redis.call('SADD', KEYS[2], ARGV[1])
+  return 'unchanged'
+end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('SADD', KEYS[2], ARGV[1])
+if current then return 'replaced' end
+return 'created'
 `;
 
 /**
