@@ -3,6 +3,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { TaskControl } from './control.js';
+import { redisKeys } from '../util/redis-keys.js';
 
 /** What travels on the bus: one {@link TaskControl} call. */
 export interface ControlMessage {
@@ -54,7 +55,7 @@ export class ControlBus {
     id?: string,
   ) {
     this.id = id ?? randomBytes(6).toString('hex');
-    this.channel = `${prefix}:control`;
+    this.channel = redisKeys.controlChannel(prefix);
   }
 
   /**
@@ -76,13 +77,13 @@ export class ControlBus {
         await local.clusterChanged(id);
       },
       removeTask: async (id) => {
-        const fence = `${this.prefix}:removing:${id}`;
+        const fence = redisKeys.removing(this.prefix, id);
         await this.redis.set(fence, this.id, 'PX', REMOVAL_FENCE_TTL_MS);
         const renew = setInterval(() => void this.redis.pexpire(fence, REMOVAL_FENCE_TTL_MS).catch(() => undefined), REMOVAL_FENCE_TTL_MS / 3);
         renew.unref();
         try {
           const expected = (await workers()).filter((w) => w !== this.id);
-          const ack = `${this.prefix}:ack:${randomBytes(8).toString('hex')}`;
+          const ack = redisKeys.ack(this.prefix, randomBytes(8).toString('hex'));
           await this.send({ op: 'removeTask', id, from: this.id, ack, fence });
           await this.awaitAcks(ack, expected, id);
           await local.removeTask(id);

@@ -5,6 +5,7 @@ import { CREATE_TASKS, DELETE_TASK, PUT_CLUSTER, PUT_STATUS_IF_TASK, SET_ERROR_I
 import type { GuardState, ServiceStatus } from '../model/service-status.js';
 import { StoreError } from './store-error.js';
 import { evalScript } from '../util/redis-script.js';
+import { redisKeys } from '../util/redis-keys.js';
 
 /**
  * What makes two tasks the same work: copying one service (or `*`) of one namespace and group from
@@ -366,39 +367,39 @@ export class RegsyncStore {
   }
 
   private clustersKey(): string {
-    return `${this.prefix}:clusters`;
+    return redisKeys.clusters(this.prefix);
   }
 
   private clusterKey(id: string): string {
-    return `${this.prefix}:cluster:${id}`;
+    return redisKeys.cluster(this.prefix, id);
   }
 
   private tasksKey(): string {
-    return `${this.prefix}:tasks`;
+    return redisKeys.tasks(this.prefix);
   }
 
   private taskKey(id: string): string {
-    return `${this.prefix}:task:${id}`;
+    return redisKeys.task(this.prefix, id);
   }
 
   private selectorsKey(): string {
-    return `${this.prefix}:task-selectors`;
+    return redisKeys.taskSelectors(this.prefix);
   }
 
   private selectorOfKey(): string {
-    return `${this.prefix}:task-selector-of`;
+    return redisKeys.taskSelectorOf(this.prefix);
   }
 
   private statusKey(taskId: string): string {
-    return `${this.prefix}:task-status:${taskId}`;
+    return redisKeys.taskStatus(this.prefix, taskId);
   }
 
   private releaseKey(taskId: string, service: ServiceKey): string {
-    return `${this.prefix}:release:${taskId}:${statusField(service)}`;
+    return redisKeys.release(this.prefix, taskId, statusField(service));
   }
 
   private errorKey(taskId: string): string {
-    return `${this.prefix}:task-error:${taskId}`;
+    return redisKeys.taskError(this.prefix, taskId);
   }
 }
 

@@ -19,6 +19,7 @@
  * | `<p>:live:<shard>` | hash | service sync key -> the ephemeral copies its leader beats |
  * | `<p>:live` | channel | a reconcile elsewhere changed a live set |
  * | `<p>:control`, `<p>:ack:<nonce>` | channel, list | task and cluster changes told to every process; their acknowledgements |
+ * | `<p>:removing:<task>` | string | held while a process removes a task's copies; the others run the task again when it lapses |
  * | `<p>:events`, `<p>:events:task:<task>` | stream | task events of the deployment, and of one task |
  * | `<p>:bull:...` | (BullMQ) | the shard queues, one per shard (`shard-<n>`) |
  *
@@ -47,6 +48,7 @@ export const redisKeys = {
   liveChannel: (p: string) => `${p}:live`,
   controlChannel: (p: string) => `${p}:control`,
   ack: (p: string, nonce: string) => `${p}:ack:${nonce}`,
+  removing: (p: string, taskId: string) => `${p}:removing:${taskId}`,
   events: (p: string) => `${p}:events`,
   taskEvents: (p: string, taskId: string) => `${p}:events:task:${encodeURIComponent(taskId)}`,
   /** The prefix BullMQ puts before its own keys of the shard queues. */
