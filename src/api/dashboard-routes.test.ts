@@ -116,7 +116,7 @@ describe('clusterStatuses', () => {
     const views = clusterStatuses(clusters, [
       {
         spec: task('t1'),
-        taskError: null,
+        taskProblem: null,
         statuses: [status('unusable', { lastSyncAt: null, ...failedWith('cluster_unavailable', 'destination', 'b', 'cannot use destination b: cluster b does not exist') })],
       },
     ]);
@@ -129,15 +129,15 @@ describe('clusterStatuses', () => {
     const views = clusterStatuses(clusters, [
       {
         spec: task('t1'),
-        taskError: null,
+        taskProblem: null,
         statuses: [
           status('ok'),
           status('dest-down', failedWith('destination_unwritable', 'destination', 'b', 'cannot write destination b: ECONNREFUSED')),
           status('never-synced', { lastSyncAt: null, lastError: null }),
         ],
       },
-      { spec: task('t2', { source: 'c', destination: 'a' }), taskError: null, statuses: [status('src-down', failedWith('source_unreadable', 'source', 'c', `cannot read source c: 401 (${PASSWORD})`))] },
-      { spec: task('t3', { source: 'd', destination: 'a', state: 'paused' }), taskError: null, statuses: [] },
+      { spec: task('t2', { source: 'c', destination: 'a' }), taskProblem: null, statuses: [status('src-down', failedWith('source_unreadable', 'source', 'c', `cannot read source c: 401 (${PASSWORD})`))] },
+      { spec: task('t3', { source: 'd', destination: 'a', state: 'paused' }), taskProblem: null, statuses: [] },
     ]);
     const byId = Object.fromEntries(views.map((v) => [v.id, v]));
     // a: read by t1's synced service and by the one failing at b (t2 failed before reaching it)...
@@ -149,7 +149,7 @@ describe('clusterStatuses', () => {
   });
 
   it("counts a wildcard task's failed service list against its source", () => {
-    const [a] = clusterStatuses([cluster('a')], [{ spec: task('t'), taskError: 'cannot list services: ETIMEDOUT', statuses: [] }]);
+    const [a] = clusterStatuses([cluster('a')], [{ spec: task('t'), taskProblem: { code: 'source_unlisted', cluster: 'a', message: 'cannot list services: ETIMEDOUT' }, statuses: [] }]);
     expect(a).toMatchObject({ reachability: 'failing', unreached: 1, lastError: 't: cannot list services: ETIMEDOUT' });
   });
 });

@@ -3,7 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { isUnreached, serviceKeyString, type ClusterSpec, type ServiceMapping, type TaskSpec } from '../model/index.js';
+import { isUnreached, serviceKeyString, type ClusterSpec, type ServiceMapping, type TaskProblem, type TaskSpec } from '../model/index.js';
 import { mapService } from '../model/task-rules.js';
 import type { ServiceStatus } from '../store/index.js';
 import type { RouteContext } from './api-deps.js';
@@ -148,14 +148,14 @@ export function taskSummary(
  * run elsewhere than the workers, so only their reads and writes tell whether *they* reach a
  * cluster. A service sync's last reconcile failed to reach a cluster when its status carries a
  * problem of that side and cluster whose code says so (`cluster_unavailable`, `source_unreadable`,
- * `destination_unreadable`, `destination_unwritable`; a `*` task's `cannot list services: ...`
- * counts against its source). It reached the source when it has synced, or failed only at the
+ * `destination_unreadable`, `destination_unwritable`; a task problem `source_unlisted` counts
+ * against its source). It reached the source when it has synced, or failed only at the
  * destination after reading the source, and the destination when it has synced and no problem
  * says it was not reached. Paused tasks only count as users: their statuses are as old as the pause.
  */
 export function clusterStatuses(
   clusters: readonly ClusterSpec[],
-  tasks: ReadonlyArray<{ spec: TaskSpec; taskError: string | null; statuses: readonly ServiceStatus[] }>,
+  tasks: ReadonlyArray<{ spec: TaskSpec; taskProblem: TaskProblem | null; statuses: readonly ServiceStatus[] }>,
 ): ClusterStatusView[] {
   const secrets = clusters.map((c) => c.password);
   const views = new Map<string, ClusterStatusView>(
@@ -165,13 +165,13 @@ export function clusterStatuses(
     view.unreached += 1;
     view.lastError ??= maskSecrets(what, secrets);
   };
-  for (const { spec, taskError, statuses } of tasks) {
+  for (const { spec, taskProblem, statuses } of tasks) {
     const source = views.get(spec.source);
     const destination = views.get(spec.destination);
     source?.tasks.push(spec.id);
     destination?.tasks.push(spec.id);
     if (spec.state === 'paused') continue;
-    if (source && taskError?.startsWith('cannot list services')) failed(source, `${spec.id}: ${taskError}`);
+    if (source && taskProblem?.code === 'source_unlisted' && taskProblem.cluster === spec.source) failed(source, `${spec.id}: ${taskProblem.message}`);
     for (const s of statuses) {
       const problems = s.problems ?? [];
       const unreached = problems.filter(isUnreached);
@@ -417,9 +417,9 @@ export function registerDashboardRoutes(app: FastifyInstance, ctx: RouteContext,
       const withStatus = await Promise.all(
         tasks.map(async (spec) => {
           // A paused task's statuses are as old as the pause: it only counts as a user.
-          if (spec.state === 'paused') return { spec, taskError: null, statuses: [] };
-          const [taskError, statuses] = await Promise.all([store.getTaskError(spec.id), store.listServiceStatus(spec.id)]);
-          return { spec, taskError, statuses };
+          if (spec.state === 'paused') return { spec, taskProblem: null, statuses: [] };
+          const [taskProblem, statuses] = await Promise.all([store.getTaskProblem(spec.id), store.listServiceStatus(spec.id)]);
+          return { spec, taskProblem, statuses };
         }),
       );
       return { items: clusterStatuses(clusters, withStatus) };

@@ -281,11 +281,11 @@ describe('GET /api/v1/tasks', () => {
     await created({ id: 't2-service-error', source: 'a', destination: 'b', service: 'x2' });
     await created({ id: 't3-paused', source: 'a', destination: 'b', service: 'x3' });
     await h.store.putServiceStatus('t4-ok', status('ok'));
-    await h.store.setTaskError('t1-task-error', 'source unreachable');
+    await h.store.setTaskError('t1-task-error', { code: 'source_unlisted', cluster: 'a', message: 'source unreachable' });
     await h.store.putServiceStatus('t2-service-error', status('x2'));
     await h.store.putServiceStatus('t2-service-error', status('x2b', { lastError: 'write refused' }));
     await h.store.setTaskState('t3-paused', 'paused');
-    await h.store.setTaskError('t3-paused', 'old failure');
+    await h.store.setTaskError('t3-paused', { code: 'source_unlisted', cluster: 'a', message: 'old failure' });
 
     const res = await get('/api/v1/tasks');
     expect(res.statusCode).toBe(200);
@@ -334,7 +334,7 @@ describe('GET /api/v1/tasks/:id', () => {
 
   it('masks the passwords of its clusters in error messages from the engine', async () => {
     await created({ id: 't1', source: 'a', destination: 'b', service: 'orders' });
-    await h.store.setTaskError('t1', `login as nacos/${SOURCE_PASSWORD} refused`);
+    await h.store.setTaskError('t1', { code: 'source_unlisted', cluster: 'a', message: `login as nacos/${SOURCE_PASSWORD} refused` });
     const message = `POST ?password=${DEST_PASSWORD}: 403`;
     await h.store.putServiceStatus('t1', status('orders', { lastError: message, problems: [{ code: 'destination_unwritable', side: 'destination', cluster: 'b', message }] }));
     const res = await get('/api/v1/tasks/t1');
@@ -372,7 +372,7 @@ describe('POST /api/v1/tasks/:id/pause and /resume', () => {
     expect(resumed.json()).toMatchObject({ id: 't1', state: 'running' });
     expect(await h.store.getTask('t1')).toMatchObject({ state: 'running' });
 
-    await h.store.setTaskError('t1', 'boom');
+    await h.store.setTaskError('t1', { code: 'source_unlisted', cluster: 'a', message: 'boom' });
     expect((await h.inject({ method: 'POST', url: '/api/v1/tasks/t1/resume' })).json()).toMatchObject({ state: 'error' });
 
     expect(h.control.calls).toEqual([
@@ -421,7 +421,7 @@ describe('DELETE /api/v1/tasks/:id', () => {
   it('removes the copies first, then the task with its status, and answers 204', async () => {
     await created({ id: 't1', source: 'a', destination: 'b', service: 'orders' });
     await h.store.putServiceStatus('t1', status('orders'));
-    await h.store.setTaskError('t1', 'x');
+    await h.store.setTaskError('t1', { code: 'source_unlisted', cluster: 'a', message: 'x' });
     h.control.reset();
     let storedDuringRemove: TaskSpec | undefined;
     h.control.onCall = async (call) => {

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { RegistryAdapter } from '../model/adapter.js';
-import { problemsText, type GuardState, type Problem, type ServiceStatus } from '../model/service-status.js';
+import { problemsText, type GuardState, type Problem, type ServiceStatus, type TaskProblem } from '../model/service-status.js';
 import {
   DEFAULT_MASS_DELETION_MIN_COPIES,
   DEFAULT_MASS_DELETION_PERCENT,
@@ -38,7 +38,8 @@ export interface EngineStore {
   listServiceStatus(taskId: string): Promise<ServiceStatus[]>;
   getServiceStatus(taskId: string, service: ServiceKey): Promise<ServiceStatus | undefined>;
   deleteServiceStatus(taskId: string, service: ServiceKey): Promise<void>;
-  setTaskError(taskId: string, message: string | null): Promise<void>;
+  /** Sets (or clears, with null) what stops or limits the whole task. */
+  setTaskError(taskId: string, problem: TaskProblem | null): Promise<void>;
   /** Takes (reads and clears) an operator's release of a held mass deletion. */
   takeRelease(taskId: string, service: ServiceKey): Promise<boolean>;
 }

@@ -95,10 +95,10 @@ describe('SyncEngine', () => {
   it("says in the task's error what the expansion left out, and why a task cannot start", async () => {
     for (const name of ['a1', 'a2', 'a3']) a.put(svc(name), [instance('10.7.0.1')]);
     await start({ ...harnessTask({ maxServices: 2 }), service: '*' });
-    expect(store.taskErrors.get('t')).toBe('1 service(s) not synced: the task is at its maxServices (2)');
+    expect(store.taskErrors.get('t')).toEqual({ code: 'services_left_out', cluster: 'a', message: '1 service(s) not synced: the task is at its maxServices (2)' });
 
     a.failReads = new Error('ECONNREFUSED');
     await engine.taskChanged('t');
-    expect(store.taskErrors.get('t')).toBe('cannot start: ECONNREFUSED');
+    expect(store.taskErrors.get('t')).toEqual({ code: 'source_unlisted', cluster: 'a', message: 'cannot start: ECONNREFUSED' });
   });
 });

@@ -13,6 +13,7 @@ import {
   type TaskSpec,
 } from '../model/types.js';
 import type { ReconcileReason } from '../model/reconcile-reason.js';
+import type { TaskProblem } from '../model/service-status.js';
 import { filterYielding } from '../util/yielding.js';
 import { ANY, mapService, mappingClashes, serviceFilter } from '../model/task-rules.js';
 import type { AdapterPool } from './adapter-pool.js';
@@ -58,7 +59,7 @@ interface ActiveTask {
   /** The pending re-list that confirms or clears the marks of missing services. */
   recheck?: NodeJS.Timeout | undefined;
   /** What the last expansion could not do (services over the limit, clashing names); shown as the task's error. */
-  problem: string | null;
+  problem: TaskProblem | null;
 }
 
 export interface SyncEngineOptions {
@@ -365,7 +366,7 @@ export class SyncEngine implements TaskControl {
     } catch (err) {
       const message = `cannot start: ${err instanceof Error ? err.message : String(err)}`;
       this.log.warn({ err, task: task.id }, 'task cannot start yet; retrying at the next full sync');
-      await this.opts.store.setTaskError(task.id, message);
+      await this.opts.store.setTaskError(task.id, err instanceof SourceListError ? { code: 'source_unlisted', cluster: task.source, message } : { code: 'task_unstartable', message });
     }
     await this.startSyncs(added);
   }
@@ -418,18 +419,18 @@ export class SyncEngine implements TaskControl {
    */
   private async expand(active: ActiveTask): Promise<string[]> {
     const { task } = active;
-    const source = await this.opts.adapters.get(task.source);
+    const keep = serviceFilter(task.options);
+    const source = await fromSource(() => this.opts.adapters.get(task.source));
     const scope = { namespace: task.namespace, group: task.group };
     const wildcard = task.service === ANY;
-    const keep = serviceFilter(task.options);
     const named = { ...scope, name: task.service };
     // A name standing for several services (a bare Dubbo interface) is synced like a `*` task
     // restricted to them; a task renaming its service copies that one service.
     const fansOut = !wildcard && source.expandService !== undefined && !Object.hasOwn(task.options.mapping?.rename ?? {}, task.service);
     const listed = wildcard
-      ? (await filterYielding(await source.listServices(scope), (s) => keep(s.name))).sort(compareServiceKeys)
+      ? (await filterYielding(await fromSource(() => source.listServices(scope)), (s) => keep(s.name))).sort(compareServiceKeys)
       : fansOut
-        ? ((await source.expandService?.(named)) ?? []).sort(compareServiceKeys)
+        ? ((await fromSource(async () => source.expandService?.(named))) ?? []).sort(compareServiceKeys)
         : [named];
     if (this.active.get(task.id) !== active) return [];
     if (wildcard && !active.unwatchServices && source.watchServices) {
@@ -465,7 +466,7 @@ export class SyncEngine implements TaskControl {
       added.push(key);
     }
     if (over > 0) problems.push(`${over} service(s) not synced: the task is at its maxServices (${maxServices})`);
-    active.problem = problems.length > 0 ? problems.join('; ') : null;
+    active.problem = problems.length > 0 ? { code: 'services_left_out', cluster: task.source, message: problems.join('; ') } : null;
     if (wildcard || fansOut) await this.dropMissing(active, present);
     return added;
   }
@@ -529,7 +530,8 @@ export class SyncEngine implements TaskControl {
       added = await this.expand(active);
       await this.opts.store.setTaskError(active.task.id, active.problem);
     } catch (err) {
-      await this.opts.store.setTaskError(active.task.id, `cannot list services: ${err instanceof Error ? err.message : String(err)}`);
+      const message = `cannot list services: ${err instanceof Error ? err.message : String(err)}`;
+      await this.opts.store.setTaskError(active.task.id, err instanceof SourceListError ? { code: 'source_unlisted', cluster: active.task.source, message } : { code: 'task_unstartable', message });
     }
     await this.startSyncs(added);
     const fresh = new Set(added);
@@ -552,5 +554,19 @@ export class SyncEngine implements TaskControl {
     active.unwatchServices?.();
     for (const { unwatch } of active.services.values()) unwatch?.();
     this.opts.heartbeats.clearPrefix(taskKeyPrefix(taskId));
+  }
+}
+
+/** A failure to get a task's services from its source (its adapter, or the list itself). */
+class SourceListError extends Error {
+  override readonly name = 'SourceListError';
+}
+
+/** Runs a call to a task's source; its failure becomes a {@link SourceListError} with the same message. */
+async function fromSource<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    throw new SourceListError(err instanceof Error ? err.message : String(err), { cause: err });
   }
 }

@@ -48,6 +48,23 @@ export interface Problem {
   message: string;
 }
 
+/**
+ * What stops or limits a whole task, by cause:
+ * - `source_unlisted`: the source's services (or its adapter) could not be had; the task starts
+ *   or re-lists at its next full sync;
+ * - `services_left_out`: some services are not synced (over `maxServices`, or mapped onto a name
+ *   another one takes);
+ * - `task_unstartable`: the task itself cannot run as stored (a rule that cannot be compiled).
+ */
+export type TaskProblemCode = 'source_unlisted' | 'services_left_out' | 'task_unstartable';
+
+/** The task-level problem: its cause, the cluster it concerns when one does, and a line for a human. */
+export interface TaskProblem {
+  code: TaskProblemCode;
+  cluster?: string | undefined;
+  message: string;
+}
+
 /** Problem codes that mean a cluster could not be reached (read, written, or even connected to). */
 const UNREACHED: ReadonlySet<ProblemCode> = new Set(['cluster_unavailable', 'source_unreadable', 'destination_unreadable', 'destination_unwritable']);
 

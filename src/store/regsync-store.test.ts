@@ -208,7 +208,7 @@ describe('tasks', () => {
   it('deletes a task with its statuses, error and selector, leaving no key behind', async () => {
     await store.createTask(task('t1', { service: 'orders' }));
     await store.putServiceStatus('t1', status('orders'));
-    await store.setTaskError('t1', 'boom');
+    await store.setTaskError('t1', { code: 'task_unstartable', message: 'boom' });
 
     expect(await store.deleteTask('t1')).toBe(true);
     expect(await store.deleteTask('t1')).toBe(false);
@@ -266,19 +266,28 @@ describe('status', () => {
 
   it('writes nothing for a task that does not exist', async () => {
     await store.putServiceStatus('ghost', status('orders'));
-    await store.setTaskError('ghost', 'boom');
+    await store.setTaskError('ghost', { code: 'task_unstartable', message: 'boom' });
     expect(await store.listServiceStatus('ghost')).toEqual([]);
     expect(await store.getTaskError('ghost')).toBeNull();
     expect(await keysOfPrefix()).toEqual([]);
   });
 
-  it('sets and clears the task error', async () => {
+  it('sets and clears the task error, with its cause', async () => {
     await store.createTask(task('t1'));
     expect(await store.getTaskError('t1')).toBeNull();
-    await store.setTaskError('t1', 'source unreachable');
+    await store.setTaskError('t1', { code: 'source_unlisted', cluster: 'a', message: 'source unreachable' });
     expect(await store.getTaskError('t1')).toBe('source unreachable');
+    expect(await store.getTaskProblem('t1')).toEqual({ code: 'source_unlisted', cluster: 'a', message: 'source unreachable' });
     await store.setTaskError('t1', null);
     expect(await store.getTaskError('t1')).toBeNull();
+    expect(await store.getTaskProblem('t1')).toBeNull();
+  });
+
+  it('reads a task error stored as plain text as a task_unstartable problem', async () => {
+    await store.createTask(task('t1'));
+    await redis.set(`${prefix}:task-error:t1`, 'cannot start: boom');
+    expect(await store.getTaskProblem('t1')).toEqual({ code: 'task_unstartable', message: 'cannot start: boom' });
+    expect(await store.getTaskError('t1')).toBe('cannot start: boom');
   });
 });
 
@@ -317,7 +326,7 @@ describe('durability', () => {
     await store.createTask(task('t2', { service: '*' }));
     await store.setTaskState('t2', 'paused');
     await store.putServiceStatus('t1', status('orders'));
-    await store.setTaskError('t1', 'boom');
+    await store.setTaskError('t1', { code: 'task_unstartable', message: 'boom' });
 
     const before = {
       clusters: await store.listClusters(),

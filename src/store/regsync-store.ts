@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { compareServiceKeys, type ClusterSpec, type HeldDeletion, type ServiceKey, type TaskOptions, type TaskSpec, type TaskState } from '../model/index.js';
 import { compareStrings, isClusterSpec, isServiceStatus, isTaskSpec, parseRecord } from './records.js';
 import { CREATE_TASKS, DELETE_TASK, PUT_CLUSTER, PUT_STATUS_IF_TASK, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
-import type { GuardState, ServiceStatus } from '../model/service-status.js';
+import type { GuardState, ServiceStatus, TaskProblem } from '../model/service-status.js';
 import { StoreError } from './store-error.js';
 import { evalScript } from '../util/redis-script.js';
 import { redisKeys } from '../util/redis-keys.js';
@@ -318,14 +318,29 @@ export class RegsyncStore {
    * Sets the task-level error (one that stops the whole task, such as an unreachable source), or
    * clears it with null. Writes nothing when the task does not exist (as {@link putServiceStatus}).
    */
-  async setTaskError(taskId: string, message: string | null): Promise<void> {
-    const args = message === null ? ['clear'] : ['set', message];
+  async setTaskError(taskId: string, problem: TaskProblem | null): Promise<void> {
+    const args = problem === null ? ['clear'] : ['set', JSON.stringify({ code: problem.code, cluster: problem.cluster, message: problem.message })];
     await evalScript(this.redis, SET_ERROR_IF_TASK, 2, this.taskKey(taskId), this.errorKey(taskId), ...args);
   }
 
-  /** The task-level error, or null when there is none. */
+  /** The text of the task-level problem, or null when there is none. */
   async getTaskError(taskId: string): Promise<string | null> {
-    return this.redis.get(this.errorKey(taskId));
+    return (await this.getTaskProblem(taskId))?.message ?? null;
+  }
+
+  /** The task-level problem, or null when there is none (a plain message stored by an older build counts as `task_unstartable`). */
+  async getTaskProblem(taskId: string): Promise<TaskProblem | null> {
+    const raw = await this.redis.get(this.errorKey(taskId));
+    if (raw === null) return null;
+    try {
+      const value = JSON.parse(raw) as Partial<TaskProblem> | null;
+      if (value !== null && typeof value === 'object' && typeof value.code === 'string' && typeof value.message === 'string') {
+        return { code: value.code, ...(typeof value.cluster === 'string' ? { cluster: value.cluster } : {}), message: value.message };
+      }
+    } catch {
+      // a plain message
+    }
+    return { code: 'task_unstartable', message: raw };
   }
 
   // ---- internals ----

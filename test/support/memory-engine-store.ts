@@ -1,6 +1,6 @@
 import type { EngineStore } from '../../src/engine/reconciler.js';
 import type { MissingServiceMarks } from '../../src/engine/sync-engine.js';
-import { compareServiceKeys, serviceKeyString, type ClusterSpec, type ServiceKey, type ServiceStatus, type TaskSpec } from '../../src/model/index.js';
+import { compareServiceKeys, serviceKeyString, type ClusterSpec, type ServiceKey, type ServiceStatus, type TaskProblem, type TaskSpec } from '../../src/model/index.js';
 
 /**
  * The engine's store in memory, for unit tests of the reconciler and the engine without Redis.
@@ -12,7 +12,7 @@ export class MemoryEngineStore implements EngineStore {
   readonly tasks = new Map<string, TaskSpec>();
   readonly clusters = new Map<string, ClusterSpec>();
   readonly statuses = new Map<string, Map<string, ServiceStatus>>();
-  readonly taskErrors = new Map<string, string>();
+  readonly taskErrors = new Map<string, TaskProblem>();
   readonly releases = new Set<string>();
   /** Every status written, in order (the reconciler's record of what it decided). */
   readonly writes: ServiceStatus[] = [];
@@ -54,9 +54,9 @@ export class MemoryEngineStore implements EngineStore {
     this.statuses.get(taskId)?.delete(serviceKeyString(service));
   }
 
-  async setTaskError(taskId: string, message: string | null): Promise<void> {
-    if (message === null) this.taskErrors.delete(taskId);
-    else if (this.tasks.has(taskId)) this.taskErrors.set(taskId, message);
+  async setTaskError(taskId: string, problem: TaskProblem | null): Promise<void> {
+    if (problem === null) this.taskErrors.delete(taskId);
+    else if (this.tasks.has(taskId)) this.taskErrors.set(taskId, copy(problem));
   }
 
   async takeRelease(taskId: string, service: ServiceKey): Promise<boolean> {
