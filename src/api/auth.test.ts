@@ -54,6 +54,10 @@ describe('routeAccess', () => {
     expect(routeAccess('GET', '/api/v1/clusters')).toBe('read');
     expect(routeAccess('HEAD', '/api/v1/clusters')).toBe('read');
     expect(routeAccess('POST', '/api/v1/clusters')).toBe('admin');
+    expect(routeAccess('POST', '/api/v1/clusters/a/compare')).toBe('read');
+    expect(routeAccess('POST', '/api/v1/tasks/:id/compare')).toBe('read');
+    expect(routeAccess('POST', '/api/v1/clusters/a/compare/x')).toBe('admin');
+    expect(routeAccess('PUT', '/api/v1/clusters/a/compare')).toBe('admin');
     expect(routeAccess('PATCH', '/api/v1/tasks/x')).toBe('admin');
     expect(routeAccess('PROPFIND', '/api/v1/tasks/x')).toBe('admin');
     expect(routeAccess('GET', '/api/v1/events')).toBe('read');
@@ -126,6 +130,17 @@ describe('with tokens', () => {
     expect(refused.statusCode).toBe(403);
     expect(refused.json()).toEqual({ success: false, resultCode: 'SYSTEM_ERROR', resultMessage: 'token dash has scope read: POST needs an admin token' });
     expect((await h.inject({ method: 'DELETE', url: `/api/v1/clusters/east`, headers: bearer(ADMIN.token) })).statusCode).toBe(204);
+  });
+
+  it('lets a read token compare a body with what is stored, but not a password', async () => {
+    const cluster = { id: 'east', kind: 'nacos', endpoints: ['127.0.0.1:8848'], password: 'stored-secret' };
+    expect((await h.inject({ method: 'PUT', url: '/api/v1/clusters/east', payload: cluster, headers: bearer(ADMIN.token) })).statusCode).toBe(201);
+    const { password: _password, ...withoutPassword } = cluster;
+    const compare = (payload: unknown, token: ApiToken) => h.inject({ method: 'POST', url: '/api/v1/clusters/east/compare', payload, headers: bearer(token.token) });
+    expect((await compare(withoutPassword, READ)).json()).toMatchObject({ exists: true, differs: false });
+    // A read token must not learn whether a guess is the stored password.
+    expectError(await compare({ ...cluster, password: 'guess' }, READ), 403, 'forbidden', /comparing a password needs an admin token/);
+    expect((await compare({ ...cluster, password: 'guess' }, ADMIN)).json()).toMatchObject({ exists: true, differs: true });
   });
 
   it('cannot be walked around with escapes, case or absolute URLs', async () => {

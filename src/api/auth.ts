@@ -19,6 +19,12 @@ const OPEN_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
 /** Methods that only read; every other method (POST, PUT, PATCH, DELETE, anything new) needs `admin`. */
 const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+/**
+ * POSTs that write nothing: a comparison of a body with what is stored (what `regsync apply` asks
+ * before it PUTs). A read token may ask; comparing a password needs an admin token (the route says so).
+ */
+const READ_POSTS = /^\/api\/v1\/(?:clusters|tasks)\/[^/]+\/compare$/;
+
 const RANK: Record<RouteAccess, number> = { open: 0, read: 1, admin: 2 };
 
 /** The realm named in `WWW-Authenticate`. */
@@ -41,7 +47,8 @@ export function routeAccess(method: string, path: string): RouteAccess {
   if (p === DOCS_PREFIX || p === `${DOCS_PREFIX}/` || p.startsWith(`${DOCS_PREFIX}/static/`)) return 'open';
   const guarded = ['/api', '/v1', '/metrics'].some((prefix) => p === prefix || p.startsWith(`${prefix}/`));
   if (!guarded) return 'open';
-  return READ_METHODS.has(method.toUpperCase()) ? 'read' : 'admin';
+  if (READ_METHODS.has(method.toUpperCase())) return 'read';
+  return method.toUpperCase() === 'POST' && READ_POSTS.test(p) ? 'read' : 'admin';
 }
 
 /**

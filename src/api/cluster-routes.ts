@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ClusterSpec } from '../model/index.js';
 import type { RouteContext } from './api-deps.js';
 import { ApiError } from './api-error.js';
+import { principalOf } from './auth.js';
 import { checkClusterSpec } from './kind-routes.js';
 import { compareCluster, putCluster } from './cluster-commands.js';
 import { notifyEngine } from './notify.js';
@@ -92,6 +93,11 @@ export function registerClusterRoutes(app: FastifyInstance, ctx: RouteContext): 
       const { id } = request.params;
       if (request.body.id !== undefined && request.body.id !== id) {
         throw new ApiError('id_mismatch', `body.id ${request.body.id} differs from the id ${id} in the path`);
+      }
+      // Whether a password matches the stored one is a secret of its own: only an admin may ask.
+      const principal = principalOf(request);
+      if (typeof request.body.password === 'string' && principal !== undefined && principal.scope !== 'admin') {
+        throw new ApiError('forbidden', `token ${principal.name} has scope ${principal.scope}: comparing a password needs an admin token`);
       }
       const existing = await store.getCluster(id);
       const spec = toSpec(id, request.body, existing?.password);
