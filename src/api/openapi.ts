@@ -277,6 +277,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
           const responses = (operation.responses ??= {});
           responses['401'] ??= { description: 'No token, or not a valid one (`unauthorized`; `WWW-Authenticate: Bearer`).', content };
           if (access === 'admin') responses['403'] ??= { description: 'A read token cannot change anything (`forbidden`).', content };
+          else if (method === 'post' && path === '/api/v1/clusters/{id}/compare') {
+            responses['403'] ??= { description: 'A read token cannot compare a password (`forbidden`).', content };
+          }
           responses['429'] ??= { description: 'Too many requests from this address (`rate_limited`; `Retry-After`).', content };
         }
       }
