@@ -136,7 +136,7 @@ describe('with tokens', () => {
     const cluster = { id: 'east', kind: 'nacos', endpoints: ['127.0.0.1:8848'], password: 'stored-secret' };
     expect((await h.inject({ method: 'PUT', url: '/api/v1/clusters/east', payload: cluster, headers: bearer(ADMIN.token) })).statusCode).toBe(201);
     const { password: _password, ...withoutPassword } = cluster;
-    const compare = (payload: unknown, token: ApiToken) => h.inject({ method: 'POST', url: '/api/v1/clusters/east/compare', payload, headers: bearer(token.token) });
+    const compare = (payload: Record<string, unknown>, token: ApiToken) => h.inject({ method: 'POST', url: '/api/v1/clusters/east/compare', payload, headers: bearer(token.token) });
     expect((await compare(withoutPassword, READ)).json()).toMatchObject({ exists: true, differs: false });
     // A read token must not learn whether a guess is the stored password.
     expectError(await compare({ ...cluster, password: 'guess' }, READ), 403, 'forbidden', /comparing a password needs an admin token/);

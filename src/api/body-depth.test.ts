@@ -1,25 +1,10 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { apiHarness, expectError, type ApiHarness } from '../../test/support/api-harness.js';
-import { startRedis, type RedisServer } from '../../test/support/redis.js';
+import { describe, expect, it } from 'vitest';
+import { apiHarnessPerTest, expectError, type ApiHarness } from '../../test/support/api-harness.js';
 import { depthExceeds, MAX_BODY_DEPTH } from './body-depth.js';
 
-let server: RedisServer;
 let h: ApiHarness;
-
-beforeAll(async () => {
-  server = await startRedis();
-});
-
-afterAll(async () => {
-  await server?.cleanup();
-});
-
-beforeEach(async () => {
-  h = await apiHarness(server);
-});
-
-afterEach(async () => {
-  await h?.close();
+apiHarnessPerTest((harness) => {
+  h = harness;
 });
 
 /** `{"a":{"a":...{}}}`, `depth` objects deep, as text (`JSON.stringify` of such a value overflows the stack itself). */

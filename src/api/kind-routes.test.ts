@@ -1,25 +1,10 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { KINDS } from '../../adapters/kinds.js';
-import { apiHarness, type ApiHarness } from '../../test/support/api-harness.js';
-import { startRedis, type RedisServer } from '../../test/support/redis.js';
+import { apiHarnessPerTest, type ApiHarness } from '../../test/support/api-harness.js';
 
-let server: RedisServer;
 let h: ApiHarness;
-
-beforeAll(async () => {
-  server = await startRedis();
-});
-
-afterAll(async () => {
-  await server?.cleanup();
-});
-
-beforeEach(async () => {
-  h = await apiHarness(server);
-});
-
-afterEach(async () => {
-  await h?.close();
+apiHarnessPerTest((harness) => {
+  h = harness;
 });
 
 interface KindView {

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { Redis } from 'ioredis';
-import { expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import type { Logger } from 'pino';
 import { API_ERRORS, buildApiApp, type ApiErrorCode } from '../../src/api/index.js';
 import type { ApiToken } from '../../src/api/auth-tokens.js';
 import type { RateLimitSettings } from '../../src/api/rate-limit.js';
 import type { DeploymentView } from '../../src/coord/deployment-view.js';
 import { RegsyncStore } from '../../src/store/index.js';
-import type { RedisServer } from './redis.js';
+import { startRedis, type RedisServer } from './redis.js';
 import { RecordingTaskControl } from './recording-task-control.js';
 
 /**
@@ -99,4 +99,26 @@ export function expectError(res: LightMyRequestResponse, status: number, code: A
   expect((body.error?.message as string).length).toBeGreaterThan(0);
   if (message) expect(body.error?.message).toMatch(message);
   expect(res.headers['content-type']).toMatch(/^application\/json/);
+}
+
+/**
+ * Registers the hooks of a test file that tests the API app: one redis-server for the file, a
+ * fresh {@link apiHarness} for every test (handed to `use`), closed after it.
+ */
+export function apiHarnessPerTest(use: (harness: ApiHarness) => void, opts: ApiHarnessOptions = {}): void {
+  let server: RedisServer | undefined;
+  let harness: ApiHarness | undefined;
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(async () => {
+    await server?.cleanup();
+  });
+  beforeEach(async () => {
+    harness = await apiHarness(server as RedisServer, opts);
+    use(harness);
+  });
+  afterEach(async () => {
+    await harness?.close();
+  });
 }
