@@ -42,6 +42,10 @@ export interface EngineStore {
   setTaskError(taskId: string, problem: TaskProblem | null): Promise<void>;
   /** Takes (reads and clears) an operator's release of a held mass deletion. */
   takeRelease(taskId: string, service: ServiceKey): Promise<boolean>;
+  /** What the guards remember of a service between reads (empty when nothing). */
+  getGuard(taskId: string, service: ServiceKey): Promise<GuardState>;
+  /** Replaces what the guards remember of a service; an empty state forgets it. */
+  putGuard(taskId: string, service: ServiceKey, state: GuardState): Promise<void>;
 }
 
 /**
@@ -100,10 +104,17 @@ interface Run {
   target: ServiceKey;
   /** When the change this reconcile stands for was seen (ms), for the lag. */
   since: number;
-  /** The status as the previous reconcile left it (read at the start, by whichever replica). */
-  previous: ServiceStatus | undefined;
-  /** What the guards remember, as the phases so far left it (recorded with a failure, too). */
-  guard: GuardState;
+  /**
+   * The status as the previous reconcile left it, by whichever replica: read only where a phase
+   * needs it (a guard, a failure), so that a reconcile with nothing to guard reads nothing more.
+   */
+  previous: () => Promise<ServiceStatus | undefined>;
+  /** What the guards remember (read only where a guard needs it, like {@link previous}). */
+  guard: () => Promise<GuardState>;
+  /** What the guards remember after this run, when a guard changed it; written with the status. */
+  nextGuard: GuardState | undefined;
+  /** How many instances the source read listed, once it was read. */
+  sourceCount?: number;
   /** A child logger made on first use (its bindings cost). */
   log: () => Logger;
 }
@@ -214,7 +225,7 @@ export class Reconciler {
       this.opts.heartbeats.clear(key);
       return { kind: 'inactive' };
     }
-    const previousRead = this.opts.store.getServiceStatus(taskId, service).catch(() => undefined);
+    const { store } = this.opts;
     let child: Logger | undefined;
     const run: Run = {
       key,
@@ -223,12 +234,13 @@ export class Reconciler {
       task,
       target: mapService(service, task.options.mapping),
       since,
-      previous: undefined,
-      guard: {},
+      previous: once(() => store.getServiceStatus(taskId, service).catch(() => undefined)),
+      guard: once(() => store.getGuard(taskId, service).catch(() => ({}))),
+      nextGuard: undefined,
       log: () => (child ??= this.log.child({ task: taskId, service: serviceKeyString(service) })),
     };
     try {
-      const reads = await this.read(run, previousRead);
+      const reads = await this.read(run);
       const stop = await this.guardSource(run, reads);
       if (stop) return stop;
       const destinationInstances = await this.awaitDestination(run, reads);
@@ -244,29 +256,23 @@ export class Reconciler {
   }
 
   /**
-   * Phase 1, read: the previous status, both adapters and both sides at once (a reconcile waits for
-   * the slower read, not for one after the other). The destination read is awaited only once the
-   * guards let the run go on; its failure is reported only then. Each side's failure names that
-   * side: a destination that cannot be built is not a source that cannot be read.
+   * Phase 1, read: both adapters and both sides at once (a reconcile waits for the slower read, not
+   * for one after the other). The destination read is awaited only once the guards let the run go
+   * on; its failure is reported only then. Each side's failure names that side: a destination that
+   * cannot be built is not a source that cannot be read.
    */
-  private async read(run: Run, previousRead: Promise<ServiceStatus | undefined>): Promise<Reads> {
+  private async read(run: Run): Promise<Reads> {
     const { task } = run;
-    const [previous, source, destination] = await Promise.all([
-      previousRead,
+    const [source, destination] = await Promise.all([
       this.opts.adapters.get(task.source).catch((err: unknown) => err as Error),
       this.opts.adapters.get(task.destination).catch((err: unknown) => err as Error),
     ]);
-    run.previous = previous;
-    run.guard = { ...previous?.guard };
     if (source instanceof Error) {
       return this.fail(run, { code: 'cluster_unavailable', side: 'source', cluster: task.source, message: `cannot use source ${task.source}: ${messageOf(source)}` }, source);
     }
     if (destination instanceof Error) {
-      return this.fail(
-        run,
-        { code: 'cluster_unavailable', side: 'destination', cluster: task.destination, message: `cannot use destination ${task.destination}: ${messageOf(destination)}` },
-        destination,
-      );
+      const message = `cannot use destination ${task.destination}: ${messageOf(destination)}`;
+      return this.fail(run, { code: 'cluster_unavailable', side: 'destination', cluster: task.destination, message }, destination);
     }
     const destinationRead = destination.listInstances(run.target);
     destinationRead.catch(() => undefined);
@@ -276,6 +282,7 @@ export class Reconciler {
     } catch (err) {
       return this.fail(run, { code: 'source_unreadable', side: 'source', cluster: task.source, message: `cannot read source ${task.source}: ${messageOf(err)}` }, err);
     }
+    run.sourceCount = sourceInstances.length;
     return { source, destination, sourceInstances, destinationRead };
   }
 
@@ -285,7 +292,7 @@ export class Reconciler {
    * the time is kept in the status) still lists nothing. Answers the outcome when the run stops here.
    */
   private async guardSource(run: Run, reads: Reads): Promise<ReconcileOutcome | undefined> {
-    const { task, previous } = run;
+    const { task } = run;
     const count = reads.sourceInstances.length;
     const maxInstances = task.options.maxInstances ?? DEFAULT_MAX_INSTANCES;
     const refusal = instanceLimitGuard(count, maxInstances, task.source);
@@ -294,18 +301,22 @@ export class Reconciler {
       await this.recordProblem(run, { code: 'over_instance_limit', side: 'source', cluster: task.source, message: refusal.reason });
       return { kind: 'refused', reason: refusal.reason };
     }
+    if (count > 0) return undefined;
+    const [previous, guard] = await Promise.all([run.previous(), run.guard()]);
     const known = previous?.sourceInstances ?? 0;
-    const empty = emptySourceGuard(count, known, run.guard.emptySince, Date.now(), this.confirmEmptyMs);
+    const empty = emptySourceGuard(count, known, firstEmptyRead(guard, previous), Date.now(), this.confirmEmptyMs);
     if (empty.verdict === 'hold') {
       const reason = `source ${task.source} suddenly lists no instances (had ${known}); holding the copies until a read ${this.confirmEmptyMs} ms later confirms it`;
       run.log().warn({ known }, 'source dropped to zero instances; holding');
       const problem: Problem = { code: 'empty_source_held', side: 'source', cluster: task.source, message: reason };
-      run.guard.emptySince = empty.emptySince;
-      await this.recordProblem(run, problem, 'held');
+      await Promise.all([
+        guard.emptySince === empty.emptySince ? undefined : this.opts.store.putGuard(run.taskId, run.service, { ...guard, emptySince: empty.emptySince }),
+        this.recordProblem(run, problem, 'held'),
+      ]);
       return { kind: 'held', reason, requeueAfterMs: empty.requeueAfterMs + 10 };
     }
     if (empty.confirmed) run.log().info({ known }, 'drop to zero confirmed');
-    delete run.guard.emptySince;
+    if (guard.emptySince !== undefined) run.nextGuard = withoutEmptySince(guard);
     return undefined;
   }
 
@@ -363,9 +374,10 @@ export class Reconciler {
    * Undefined when there is nothing to judge (no removal, and no window to keep).
    */
   private async guardRemovals(run: Run, removes: number, owned: number): Promise<MassDeletionVerdict | undefined> {
-    const { task, previous } = run;
-    const window = run.guard.copies;
-    if (removes === 0 && (window === undefined || window.length === 0)) return undefined;
+    const { task } = run;
+    if (removes === 0) return undefined;
+    const [previous, guard] = await Promise.all([run.previous(), run.nextGuard ?? run.guard()]);
+    const window = guard.copies;
     const settings = {
       percent: task.options.massDeletionPercent ?? DEFAULT_MASS_DELETION_PERCENT,
       minCopies: task.options.massDeletionMinCopies ?? DEFAULT_MASS_DELETION_MIN_COPIES,
@@ -376,8 +388,12 @@ export class Reconciler {
     const held = previous?.held ?? undefined;
     const judge = (released: boolean) => massDeletionGuard({ removes, copies: owned, released, held }, window, Date.now(), settings);
     let verdict = judge(false);
+    run.nextGuard = { ...guard, copies: verdict.copies };
     // A release is taken only when it is needed: one given for a deletion that went anyway lapses.
-    if (verdict.verdict === 'hold' && (await this.opts.store.takeRelease(task.id, run.service))) verdict = judge(true);
+    if (verdict.verdict === 'hold' && (await this.opts.store.takeRelease(task.id, run.service))) {
+      verdict = judge(true);
+      run.nextGuard = { ...guard, copies: verdict.copies };
+    }
     if (verdict.verdict === 'proceed' && verdict.applied === 'released') {
       run.log().warn({ removes, copies: owned }, 'mass deletion released by an operator; applying');
       this.emit('released', task.id, run.service, `mass deletion released by an operator: removing ${removes} of ${owned} copies`);
@@ -448,8 +464,8 @@ export class Reconciler {
     }
     const problems = this.planProblems(run, reads, planned);
     const lagMs = Math.max(0, Date.now() - run.since);
-    const guard: GuardState = deletion && deletion.copies.length > 0 ? { copies: deletion.copies } : {};
     const held = deletion?.verdict === 'hold' ? deletion.held : null;
+    const guard = run.nextGuard === undefined ? undefined : this.opts.store.putGuard(taskId, service, run.nextGuard);
     const status = this.opts.store.putServiceStatus(taskId, {
       service,
       sourceInstances: reads.sourceInstances.length,
@@ -460,9 +476,8 @@ export class Reconciler {
       problems,
       sourceDigest: instancesDigest(reads.sourceInstances),
       held,
-      ...(guard.copies ? { guard } : {}),
     });
-    await Promise.all([live.recorded, status]);
+    await Promise.all([live.recorded, status, guard]);
     note.lagMs = lagMs;
     if (plan.upsert.length > 0 || plan.remove.length > 0) {
       this.emit(
@@ -501,7 +516,7 @@ export class Reconciler {
     await live.recorded;
     this.opts.heartbeats.clear(key);
     await this.opts.liveSets?.remove(key, live.shard);
-    await this.opts.store.deleteServiceStatus(taskId, service);
+    await Promise.all([this.opts.store.deleteServiceStatus(taskId, service), this.opts.store.putGuard(taskId, service, {})]);
     this.opts.sourceAddresses?.delete(key);
     run.log().info('service gone from the source; service sync forgotten');
     this.emit('removed', taskId, service, `service gone from source ${task.source}; ${removed} copies removed from ${task.destination} and the service sync forgotten`);
@@ -511,6 +526,16 @@ export class Reconciler {
   private async fail(run: Run, problem: Problem, cause: unknown): Promise<never> {
     await this.recordProblem(run, problem);
     throw new PhaseFailure(problem.message, { cause });
+  }
+
+  /**
+   * A run that read instances and then failed still ends a wait for a confirming empty read: a
+   * later empty read starts anew. (A run that goes through ends it through its status' `lastSyncAt`.)
+   */
+  private async forgetEmptyRead(run: Run): Promise<void> {
+    if ((run.sourceCount ?? 0) === 0 || run.nextGuard !== undefined) return;
+    const guard = await run.guard();
+    if (guard.emptySince !== undefined) await this.opts.store.putGuard(run.taskId, run.service, withoutEmptySince(guard)).catch(() => undefined);
   }
 
   /** Tells the observer of an event worth an operator's eye; an observer that throws never fails the reconcile. */
@@ -524,14 +549,14 @@ export class Reconciler {
 
   /**
    * Records a problem in the service's status, keeping what the previous reconcile recorded (counts,
-   * a held deletion) and what the guards remember as this run left it, and tells the observer as a
-   * `kind` event when the status did not already say the same (a failure retried with backoff, or
-   * met again at every full sync, is one event, not one per attempt).
+   * a held deletion), and tells the observer as a `kind` event when the status did not already say
+   * the same (a failure retried with backoff, or met again at every full sync, is one event, not one
+   * per attempt). What the guards remember is left as it is.
    */
   private async recordProblem(run: Run, problem: Problem, kind: TaskEventKind = 'error'): Promise<void> {
-    const { previous, taskId, service } = run;
+    const { taskId, service } = run;
+    const [previous] = await Promise.all([run.previous(), this.forgetEmptyRead(run)]);
     if (previous?.lastError !== problem.message) this.emit(kind, taskId, service, problem.message);
-    const remembered = run.guard;
     await this.opts.store
       .putServiceStatus(taskId, {
         service,
@@ -544,7 +569,6 @@ export class Reconciler {
         sourceDigest: previous?.sourceDigest,
         // A failed read does not confirm nor forget a held deletion.
         held: previous?.held ?? null,
-        ...(remembered.emptySince !== undefined || (remembered.copies?.length ?? 0) > 0 ? { guard: remembered } : {}),
       })
       .catch((err: unknown) => this.log.warn({ err }, 'cannot record status'));
   }
@@ -590,4 +614,25 @@ function count(n: number, one: string, many: string): string {
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** A function that calls `load` the first time only, and answers its promise every time. */
+function once<T>(load: () => Promise<T>): () => Promise<T> {
+  let loaded: Promise<T> | undefined;
+  return () => (loaded ??= load());
+}
+
+/**
+ * When the source was first read empty, if that read still stands: a reconcile that went through
+ * after it (the status' `lastSyncAt`) read instances again, and a later empty read starts anew.
+ */
+function firstEmptyRead(guard: GuardState, previous: ServiceStatus | undefined): number | undefined {
+  if (guard.emptySince === undefined) return undefined;
+  const lastSync = previous?.lastSyncAt ? Date.parse(previous.lastSyncAt) : Number.NEGATIVE_INFINITY;
+  return lastSync > guard.emptySince ? undefined : guard.emptySince;
+}
+
+function withoutEmptySince(guard: GuardState): GuardState {
+  const { emptySince: _emptySince, ...rest } = guard;
+  return rest;
 }

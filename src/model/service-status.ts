@@ -107,13 +107,11 @@ export interface ServiceStatus {
   sourceDigest?: string | undefined;
   /** A mass deletion held back until confirmed; null or absent: none. */
   held?: HeldDeletion | null | undefined;
-  /** What the guards remember between reads; absent when there is nothing to remember. */
-  guard?: GuardState | undefined;
 }
 
 /**
- * What the reconcile's guards remember of a service between reads, kept in the service's status
- * in Redis so that whichever replica reads next decides the same (see `src/engine/guards.ts`).
+ * What the reconcile's guards remember of a service between reads, kept in Redis beside the
+ * service's status so that whichever replica reads next decides the same (see `src/engine/guards.ts`).
  */
 export interface GuardState {
   /** When a read first found the source empty after it had listed instances (ms since the epoch). */

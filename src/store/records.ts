@@ -1,5 +1,5 @@
 import type { ClusterSpec, TaskSpec } from '../model/index.js';
-import type { ServiceStatus } from '../model/service-status.js';
+import type { GuardState, ServiceStatus } from '../model/service-status.js';
 import { StoreError } from './store-error.js';
 
 /**
@@ -66,6 +66,15 @@ export function isTaskSpec(v: unknown): v is TaskSpec {
 }
 
 /** Whether a parsed value has the shape of a {@link ServiceStatus}. */
+/** What the guards remember: an optional time and an optional list of `[ms, copies]` pairs. */
+export function isGuardState(v: unknown): v is GuardState {
+  return (
+    isObject(v) &&
+    (v.emptySince === undefined || typeof v.emptySince === 'number') &&
+    (v.copies === undefined || (Array.isArray(v.copies) && v.copies.every((e) => Array.isArray(e) && e.length === 2 && e.every((n) => typeof n === 'number'))))
+  );
+}
+
 export function isServiceStatus(v: unknown): v is ServiceStatus {
   return (
     isObject(v) &&

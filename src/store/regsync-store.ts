@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { compareServiceKeys, type ClusterSpec, type HeldDeletion, type ServiceKey, type TaskOptions, type TaskSpec, type TaskState } from '../model/index.js';
-import { compareStrings, isClusterSpec, isServiceStatus, isTaskSpec, parseRecord } from './records.js';
+import { compareStrings, isClusterSpec, isGuardState, isServiceStatus, isTaskSpec, parseRecord } from './records.js';
 import { CREATE_TASKS, DELETE_TASK, PUT_CLUSTER, PUT_STATUS_IF_TASK, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
 import type { GuardState, ServiceStatus, TaskProblem } from '../model/service-status.js';
 import { StoreError } from './store-error.js';
@@ -207,13 +207,14 @@ export class RegsyncStore {
     const reply = await evalScript(
       this.redis,
       DELETE_TASK,
-      6,
+      7,
       this.taskKey(id),
       this.tasksKey(),
       this.selectorsKey(),
       this.selectorOfKey(),
       this.statusKey(id),
       this.errorKey(id),
+      this.guardKey(id),
       id,
     );
     return reply === 1;
@@ -296,6 +297,25 @@ export class RegsyncStore {
   /** Forgets one service's status (the service vanished from a `*` task); a no-op when there is none. */
   async deleteServiceStatus(taskId: string, service: ServiceKey): Promise<void> {
     await this.redis.hdel(this.statusKey(taskId), statusField(service));
+  }
+
+  /**
+   * What the reconcile's guards remember of one service between reads (the hash
+   * `<p>:task-guard:<task>`); empty when nothing. Kept apart from the status, which every reconcile
+   * replaces, so that only a reconcile with something to guard reads or writes it.
+   */
+  async getGuard(taskId: string, service: ServiceKey): Promise<GuardState> {
+    const key = this.guardKey(taskId);
+    const field = statusField(service);
+    const raw = await this.redis.hget(key, field);
+    return raw === null ? {} : parseRecord(`${key} field ${field}`, raw, 'guard state', isGuardState);
+  }
+
+  /** Replaces what the guards remember of one service; an empty state forgets it. */
+  async putGuard(taskId: string, service: ServiceKey, state: GuardState): Promise<void> {
+    const stored = storedGuard(state);
+    if (stored.emptySince === undefined && stored.copies === undefined) await this.redis.hdel(this.guardKey(taskId), statusField(service));
+    else await evalScript(this.redis, PUT_STATUS_IF_TASK, 2, this.taskKey(taskId), this.guardKey(taskId), statusField(service), JSON.stringify(stored));
   }
 
   /**
@@ -413,6 +433,10 @@ export class RegsyncStore {
     return redisKeys.release(this.prefix, taskId, statusField(service));
   }
 
+  private guardKey(taskId: string): string {
+    return redisKeys.taskGuard(this.prefix, taskId);
+  }
+
   private errorKey(taskId: string): string {
     return redisKeys.taskError(this.prefix, taskId);
   }
@@ -505,7 +529,6 @@ function storedStatus(status: ServiceStatus): ServiceStatus {
     ...(status.problems !== undefined ? { problems: status.problems.map((p) => ({ code: p.code, side: p.side, cluster: p.cluster, message: p.message })) } : {}),
     ...(status.sourceDigest !== undefined ? { sourceDigest: status.sourceDigest } : {}),
     ...(status.held ? { held: storedHeld(status.held) } : {}),
-    ...(status.guard ? { guard: storedGuard(status.guard) } : {}),
   };
 }
 

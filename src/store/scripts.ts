@@ -86,9 +86,9 @@ return 'created'
 `;
 
 /**
- * Deletes a task record, its indexes, its service statuses and its task error.
+ * Deletes a task record, its indexes, its service statuses, what its guards remember and its task error.
  *
- * KEYS: task record, task id set, selector -> id hash, id -> selector hash, status hash, error key.
+ * KEYS: task record, task id set, selector -> id hash, id -> selector hash, status hash, error key, guard hash.
  * ARGV: id. Returns 1 when the record existed, else 0.
  */
 export const DELETE_TASK = `
@@ -99,7 +99,7 @@ if selector then
   if redis.call('HGET', KEYS[3], selector) == ARGV[1] then redis.call('HDEL', KEYS[3], selector) end
   redis.call('HDEL', KEYS[4], ARGV[1])
 end
-redis.call('DEL', KEYS[5], KEYS[6])
+redis.call('DEL', KEYS[5], KEYS[6], KEYS[7])
 return existed
 `;
 

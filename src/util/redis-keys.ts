@@ -11,6 +11,7 @@
  * | `<p>:task-status:<task>` | hash | one service status per service |
  * | `<p>:task-error:<task>` | string | the task-level error |
  * | `<p>:task-missing:<task>` | hash | service sync key -> since when a `*` task's source misses it |
+ * | `<p>:task-guard:<task>` | hash | one service's guard memory (first empty read, copy counts of the window) |
  * | `<p>:release:<task>:<service>` | string | an operator's release of a held mass deletion (1 h) |
  * | `<p>:deployment` | string | shards and replicas, fixed at the first start |
  * | `<p>:workers`, `<p>:worker:<id>` | zset, string | live workers by last heartbeat; one worker's record |
@@ -36,6 +37,7 @@ export const redisKeys = {
   taskStatus: (p: string, taskId: string) => `${p}:task-status:${taskId}`,
   taskError: (p: string, taskId: string) => `${p}:task-error:${taskId}`,
   taskMissing: (p: string, taskId: string) => `${p}:task-missing:${taskId}`,
+  taskGuard: (p: string, taskId: string) => `${p}:task-guard:${taskId}`,
   release: (p: string, taskId: string, serviceField: string) => `${p}:release:${taskId}:${serviceField}`,
   deployment: (p: string) => `${p}:deployment`,
   workers: (p: string) => `${p}:workers`,

@@ -1,6 +1,6 @@
 import type { EngineStore } from '../../src/engine/reconciler.js';
 import type { MissingServiceMarks } from '../../src/engine/sync-engine.js';
-import { compareServiceKeys, serviceKeyString, type ClusterSpec, type ServiceKey, type ServiceStatus, type TaskProblem, type TaskSpec } from '../../src/model/index.js';
+import { compareServiceKeys, serviceKeyString, type ClusterSpec, type GuardState, type ServiceKey, type ServiceStatus, type TaskProblem, type TaskSpec } from '../../src/model/index.js';
 
 /**
  * The engine's store in memory, for unit tests of the reconciler and the engine without Redis.
@@ -14,6 +14,8 @@ export class MemoryEngineStore implements EngineStore {
   readonly statuses = new Map<string, Map<string, ServiceStatus>>();
   readonly taskErrors = new Map<string, TaskProblem>();
   readonly releases = new Set<string>();
+  /** What the guards remember, by `taskId|namespace/group/name`. */
+  readonly guards = new Map<string, GuardState>();
   /** Every status written, in order (the reconciler's record of what it decided). */
   readonly writes: ServiceStatus[] = [];
 
@@ -61,6 +63,21 @@ export class MemoryEngineStore implements EngineStore {
 
   async takeRelease(taskId: string, service: ServiceKey): Promise<boolean> {
     return this.releases.delete(`${taskId}|${serviceKeyString(service)}`);
+  }
+
+  async getGuard(taskId: string, service: ServiceKey): Promise<GuardState> {
+    return copy(this.guards.get(`${taskId}|${serviceKeyString(service)}`)) ?? {};
+  }
+
+  async putGuard(taskId: string, service: ServiceKey, state: GuardState): Promise<void> {
+    const key = `${taskId}|${serviceKeyString(service)}`;
+    if (state.emptySince === undefined && (state.copies?.length ?? 0) === 0) this.guards.delete(key);
+    else if (this.tasks.has(taskId)) this.guards.set(key, copy(state));
+  }
+
+  /** What the guards remember of the harness's service `orders` of task `t` (for assertions). */
+  guardOf(taskId: string, service: ServiceKey): GuardState | undefined {
+    return this.guards.get(`${taskId}|${serviceKeyString(service)}`);
   }
 
   /** An operator's release of a held mass deletion (what `POST /api/v1/tasks/:id/release` stores). */
