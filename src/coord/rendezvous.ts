@@ -10,8 +10,8 @@
  * version or the order of the inputs: the result is stable across processes and regsync versions.
  */
 
-const FNV_OFFSET = 0x811c9dc5;
-const FNV_PRIME = 0x01000193;
+import { FNV_OFFSET, FNV_PRIME, fmix32 } from '../util/hash.js';
+
 const encoder = new TextEncoder();
 
 /** FNV-1a 32-bit of the UTF-8 bytes of `text`, mixed with `fmix32`; an unsigned 32-bit integer. */
@@ -22,17 +22,6 @@ export function stableHash(text: string): number {
     h = Math.imul(h, FNV_PRIME);
   }
   return fmix32(h);
-}
-
-/** MurmurHash3's 32-bit finalizer: every input bit affects every output bit. */
-function fmix32(value: number): number {
-  let h = value >>> 0;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
 }
 
 /** The shard (0 ≤ shard < `shards`) of a service sync, by its key. */

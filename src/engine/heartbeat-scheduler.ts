@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { BeatResult, RegistryAdapter } from '../model/adapter.js';
 import { instanceId, serviceKeyString, type Instance, type ServiceKey } from '../model/types.js';
 import { NOOP_OBSERVER, type EngineObserver } from './observer.js';
+import { quickHash } from '../util/hash.js';
 
 interface Entry {
   key: string;
@@ -281,15 +282,5 @@ export class HeartbeatScheduler {
  * across versions; it is cheap, as a set of 10,000 instances hashes 10,000 keys.
  */
 function phaseOf(key: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < key.length; i += 1) {
-    h ^= key.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return quickHash(key);
 }
