@@ -2,8 +2,8 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { HeartbeatScheduler } from '../src/engine/heartbeat-scheduler.js';
 import { silentLogger } from '../src/log.js';
-import type { ApplyPlan, BeatResult, RegistryAdapter } from '../src/model/adapter.js';
 import type { Instance, ServiceKey } from '../src/model/types.js';
+import { FakeAdapter } from '../test/support/fake-adapter.js';
 import { CLUSTER, GROUP, ipOf, NAMESPACE, PORT } from './instances.js';
 
 /*
@@ -14,26 +14,6 @@ import { CLUSTER, GROUP, ipOf, NAMESPACE, PORT } from './instances.js';
  */
 
 const USAGE = 'usage: node dist/bench/heartbeat-set.js [--instances <n, default 10000>] [--rounds <n, default 5>] [--json]';
-
-/** A destination that needs beats; never called, as the wheel does not run. */
-class IdleDestination implements RegistryAdapter {
-  readonly clusterId = 'b';
-  readonly heartbeatIntervalMs = 5_000;
-  async listServices(): Promise<ServiceKey[]> {
-    return [];
-  }
-  async listInstances(): Promise<Instance[]> {
-    return [];
-  }
-  watch(): () => void {
-    return () => {};
-  }
-  async apply(_service: ServiceKey, _plan: ApplyPlan): Promise<void> {}
-  async heartbeat(): Promise<BeatResult> {
-    return 'ok';
-  }
-  async close(): Promise<void> {}
-}
 
 function instance(n: number): Instance {
   return { ip: ipOf(n), port: PORT, weight: 1, healthy: true, enabled: true, ephemeral: true, cluster: CLUSTER, metadata: {} };
@@ -63,7 +43,8 @@ function main(): void {
   const all = Array.from({ length: count }, (_, i) => instance(i));
   // The same number of instances, half of them new: a rolling restart of the whole service.
   const shifted = Array.from({ length: count }, (_, i) => instance(i + Math.floor(count / 2)));
-  const dest = new IdleDestination();
+  // Needs beats, but none is sent: the wheel does not run.
+  const dest = new FakeAdapter('b');
   const figures = { firstSetMs: [] as number[], sameSetMs: [] as number[], overlappingSetMs: [] as number[], clearMs: [] as number[] };
   const gc = (globalThis as { gc?: () => void }).gc;
   for (let round = 0; round < rounds; round += 1) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { KINDS } from '../../adapters/kinds.js';
+import type { Kind } from '../dashboard/types.js';
 import { apiHarnessPerTest, type ApiHarness } from '../../test/support/api-harness.js';
 
 let h: ApiHarness;
@@ -7,14 +8,8 @@ apiHarnessPerTest((harness) => {
   h = harness;
 });
 
-interface KindView {
-  name: string;
-  label: string;
-  defaultPort: number;
-  endpointsRequired: boolean;
-  nacosSyncType: string | null;
-  options: { name: string; description: string }[];
-}
+/** What the dashboard reads of each kind: the route must answer that shape. */
+type KindView = Kind;
 
 describe('GET /api/v1/kinds', () => {
   it('lists every kind of the list, in its order, with its options and those every cluster may have', async () => {

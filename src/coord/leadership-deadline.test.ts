@@ -2,8 +2,9 @@ import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HeartbeatScheduler } from '../engine/heartbeat-scheduler.js';
 import { silentLogger } from '../log.js';
-import type { ApplyPlan, BeatResult, RegistryAdapter } from '../model/adapter.js';
+import type { ApplyPlan, BeatResult } from '../model/adapter.js';
 import type { Instance, ServiceKey } from '../model/types.js';
+import { FakeAdapter } from '../../test/support/fake-adapter.js';
 import { redisPerTest } from '../../test/support/redis-per-test.js';
 import { waitUntil } from '../../test/support/wait-until.js';
 import { createShardCoordinator, type ShardCoordinator, type UnleadReason } from './index.js';
@@ -18,31 +19,21 @@ afterEach(() => {
 });
 
 /** A destination that records, for every beat, whether the worker still led the shard right then. */
-class LeaderCheckingDestination implements RegistryAdapter {
-  readonly clusterId = 'b';
-  readonly heartbeatIntervalMs = 100;
+class LeaderCheckingDestination extends FakeAdapter {
   beats = 0;
   /** Beats sent while the lease's local deadline had passed: must stay 0. */
   unfenced = 0;
-  constructor(private readonly leading: () => boolean) {}
-  async listServices(): Promise<ServiceKey[]> {
-    return [];
+  constructor(private readonly leading: () => boolean) {
+    super('b', 100);
   }
-  async listInstances(): Promise<Instance[]> {
-    return [];
-  }
-  watch(): () => void {
-    return () => {};
-  }
-  async apply(_service: ServiceKey, _plan: ApplyPlan): Promise<void> {
+  override async apply(_service: ServiceKey, _plan: ApplyPlan): Promise<void> {
     if (!this.leading()) this.unfenced += 1;
   }
-  async heartbeat(): Promise<BeatResult> {
+  override async heartbeat(): Promise<BeatResult> {
     this.beats += 1;
     if (!this.leading()) this.unfenced += 1;
     return 'ok';
   }
-  async close(): Promise<void> {}
 }
 
 const service: ServiceKey = { namespace: 'public', group: 'DEFAULT_GROUP', name: 's' };

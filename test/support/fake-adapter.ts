@@ -13,12 +13,16 @@ export class FakeAdapter implements RegistryAdapter {
   failReads: Error | undefined;
   /** When set, `apply` rejects with it (after recording the call). */
   failWrites: Error | undefined;
-  readonly heartbeatIntervalMs = 5_000;
+
   /** What a test says the last read skipped (see `RegistryAdapter.readIssues`). */
   readIssues?: (service: ServiceKey) => string[];
   private readonly watchers = new Map<string, Set<(event?: WatchEvent) => void>>();
 
-  constructor(readonly clusterId: string) {}
+  constructor(
+    readonly clusterId: string,
+    /** How often copies written here must be beaten (what `heartbeatIntervalMs` asks of the engine). */
+    readonly heartbeatIntervalMs = 5_000,
+  ) {}
 
   /** Sets a service's instances (as another client registering there would). */
   put(service: ServiceKey, instances: readonly Instance[]): void {
