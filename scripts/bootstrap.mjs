@@ -162,6 +162,9 @@ async function bench(args) {
     code = run(npx, ['--no', '--', 'tsc', '-p', 'tsconfig.bench.json']);
     if (code !== 0) return code;
   }
+  // The gRPC adapter loads its .proto from beside its compiled module.
+  code = run(process.execPath, [join(root, 'scripts', 'copy-protos.mjs')]);
+  if (code !== 0) return code;
   header(`node dist/bench/run.js${args.length ? ` ${args.join(' ')}` : ''}`);
   return runNode([join(root, 'dist', 'bench', 'run.js'), ...args], 'the benchmarks');
 }

@@ -7,6 +7,13 @@ export type Unsubscribe = () => void;
 export interface ApplyPlan {
   upsert: Instance[];
   remove: Instance[];
+  /**
+   * Given to connection-bound adapters only ({@link RegistryAdapter.connectionBound}): every copy
+   * `owner` (a service sync key) wants in the service once the plan is applied, the upserts and the
+   * unchanged alike. Its ephemeral instances replace what this process publishes for `owner` (as
+   * {@link RegistryAdapter.publish}); the plan's ephemeral removals are implied by it.
+   */
+  desired?: { owner: string; instances: Instance[] } | undefined;
 }
 
 /** The answer of one heartbeat: `unknown` means the registry lost the instance and it must be registered again. */
@@ -66,6 +73,22 @@ export interface RegistryAdapter {
    * instead of retrying at once).
    */
   apply(service: ServiceKey, plan: ApplyPlan): Promise<void>;
+  /**
+   * Whether copies written here live only as long as this process's connection, and a connection
+   * holds one publish set per service that a write replaces whole (Nacos 2.x/3.x gRPC). Then nothing
+   * beats, `apply` gets {@link ApplyPlan.desired}, and every replica of a shard publishes the same
+   * sets through {@link publish}, so that a killed process's copies stay (the registry shows identical
+   * instances from several connections once). May resolve the registry's dialect on first call.
+   */
+  connectionBound?(): Promise<boolean>;
+  /**
+   * Connection-bound registries: makes this process publish `instances` (ephemeral copies) as
+   * `owner`'s share of the service, replacing what it published for `owner` before; none withdraws
+   * them. Owners' shares of one service are merged into the one set the connection holds. Resolves
+   * once the registry accepted the set (at once when nothing changed); while the connection is down
+   * it keeps the set and publishes it again on reconnect.
+   */
+  publish?(service: ServiceKey, owner: string, instances: readonly Instance[]): Promise<void>;
   /**
    * Renews one ephemeral instance, where the registry needs it (Nacos). Absent for registries whose
    * ephemeral nodes live with the session (ZooKeeper) or that have none (Kubernetes).
