@@ -11,12 +11,14 @@ import type {
   WatchOptions,
 } from '../../src/model/index.js';
 import { instanceId } from '../../src/model/index.js';
+import { answersGrpc, type GrpcEndpoint } from './grpc/grpc-connection.js';
+import { NacosGrpcNaming, type GrpcNamingStats } from './grpc/grpc-naming.js';
 import { clusterAddresses, routeToCluster, unmapped } from './local-address.js';
 import type { NacosApi, PushSubscription } from './nacos-api.js';
 import { NacosApplyError, type NacosWriteFailure } from './nacos-apply-error.js';
 import { NacosConfigError } from './nacos-config-error.js';
 import { NacosHttp } from './nacos-http.js';
-import { parseEndpoint, parseNacosOptions, type NacosAdapterOptions, type NacosApiVersion, type NacosEndpoint } from './nacos-options.js';
+import { parseEndpoint, parseNacosOptions, type NacosAdapterOptions, type NacosApiVersion, type NacosEndpoint, type NacosProtocol } from './nacos-options.js';
 import { NacosRequestError, type NacosRequestErrorCode } from './nacos-request-error.js';
 import { NacosV1Api } from './nacos-v1-api.js';
 import { NacosV3Api } from './nacos-v3-api.js';
@@ -52,8 +54,10 @@ export interface NacosAdapterDeps {
 
 /** A snapshot of an adapter's state, for metrics and diagnostics. */
 export interface NacosAdapterStats {
-  /** The API dialect in use, once known. */
-  apiVersion: NacosApiVersion | undefined;
+  /** The protocol in use, once known. */
+  apiVersion: NacosProtocol | undefined;
+  /** The gRPC connection, its subscriptions and publish sets; undefined over HTTP. */
+  grpc: GrpcNamingStats | undefined;
   watchedServices: number;
   /** Service-list scopes polled for `watchServices`. */
   watchedServiceLists: number;
@@ -65,17 +69,20 @@ export interface NacosAdapterStats {
 }
 
 /**
- * The Nacos side of regsync: reads, watches, writes and renews instances of one Nacos cluster over
- * HTTP, speaking the v1 open API (Nacos 1.x-3.1, with UDP push) or the v3 API (Nacos 3.x, polling
- * only), chosen per cluster by `options.apiVersion` (`auto` asks the server once, preferring v1).
+ * The Nacos side of regsync: reads, watches, writes and keeps alive instances of one Nacos cluster,
+ * over the Nacos SDK gRPC protocol (Nacos 2.x/3.x: subscriptions whose pushes carry the instance
+ * list, ephemeral copies as one publish set per service bound to this process's connection, no
+ * beats) or over HTTP, the v1 open API (Nacos 1.x-3.1, UDP push, beats) or the v3 API (polling),
+ * chosen per cluster by `options.apiVersion` (`auto`: gRPC where it answers, else v1, else v3).
  *
- * One instance per cluster, shared by every task: one connection pool per endpoint, one bound on
- * requests in flight, one login, one UDP push socket for all watched services.
+ * One instance per cluster, shared by every task: one gRPC connection, or one HTTP connection pool
+ * per endpoint, one bound on HTTP requests in flight, one login, one UDP push socket.
  *
- * Deliberately left out: gRPC (Nacos 2.x/3.x clients' native protocol; its one-publish-set-per-
- * connection rule needs batch registration), service metadata and selectors, health-check settings.
- * A v1 reader does not see disabled instances (the v1 list leaves them out), so a copy of a disabled
- * instance is not made from a v1 source, and a disabled copy in a v1 destination looks absent.
+ * Deliberately left out: service metadata and selectors, health-check settings. gRPC lists one
+ * group of one namespace at a time, so `*` scopes are listed over HTTP. A v1 reader does not see
+ * disabled instances (the v1 list leaves them out), and neither does a gRPC reader (Nacos leaves
+ * them out of subscriptions and queries), so a copy of a disabled instance is not made from such a
+ * source, and a disabled copy in such a destination looks absent.
  */
 export class NacosAdapter implements RegistryAdapter {
   readonly clusterId: string;
@@ -86,7 +93,14 @@ export class NacosAdapter implements RegistryAdapter {
   private readonly hub: WatchHub;
   private readonly serviceLists: ServiceListWatch;
   private apiPromise: Promise<NacosApi> | undefined;
-  private resolvedVersion: NacosApiVersion | undefined;
+  private httpVersion: NacosApiVersion | undefined;
+  /** Resolves to the gRPC naming, or undefined for HTTP. */
+  private modePromise: Promise<NacosGrpcNaming | undefined> | undefined;
+  private mode: { grpc: NacosGrpcNaming | undefined } | undefined;
+  /** Ephemeral copies written through `apply` without an owner's desired set. */
+  private readonly directOwner = 'apply';
+  private readonly directShares = new Map<string, Instance[]>();
+  private readonly onRequestError: ((code: NacosRequestErrorCode) => void) | undefined;
   private receiver: PushReceiver | undefined;
   private pushTarget: PushSubscription | undefined;
   private pushStarting: Promise<PushSubscription> | undefined;
@@ -107,6 +121,7 @@ export class NacosAdapter implements RegistryAdapter {
     this.options = parseNacosOptions(spec);
     this.endpoints = spec.endpoints.map((e) => parseEndpoint(spec.id, e));
     this.beatIntervalMs = this.options.heartbeatIntervalMs;
+    this.onRequestError = deps.onRequestError;
     const bindings = deps.logger.bindings();
     this.log = deps.logger.child({ component: 'nacos-adapter', ...(bindings.cluster === undefined ? { cluster: spec.id } : {}) });
     this.http = new NacosHttp({
@@ -137,11 +152,24 @@ export class NacosAdapter implements RegistryAdapter {
   }
 
   /**
-   * The API dialect for this cluster: the configured one, or (auto) v1 unless the server answers
-   * 404/410 to a v1 service list, then v3. Asked once; a failed probe is asked again next time.
+   * The protocol for this cluster: the configured one, or (auto) gRPC when a `ServerCheckRequest`
+   * on an endpoint's gRPC port answers, else v1 unless the server answers 404/410 to a v1 service
+   * list, then v3. Asked once; a failed probe is asked again next time.
    */
-  async resolveApiVersion(): Promise<NacosApiVersion> {
+  async resolveApiVersion(): Promise<NacosProtocol> {
+    if ((await this.transport()) !== undefined) return 'grpc';
     return (await this.api()).version;
+  }
+
+  /** Over gRPC, ephemeral copies live as long as this process's connection: no beats, every replica publishes. */
+  async connectionBound(): Promise<boolean> {
+    return (await this.transport()) !== undefined;
+  }
+
+  /** Over gRPC: replaces `owner`'s share of the service's publish set. Over HTTP nothing is bound to a connection: a no-op. */
+  async publish(service: ServiceKey, owner: string, instances: readonly Instance[]): Promise<void> {
+    const grpc = await this.transport();
+    if (grpc) await grpc.publish(toServiceRef(service), owner, instances);
   }
 
   /**
@@ -172,8 +200,10 @@ export class NacosAdapter implements RegistryAdapter {
 
   /** Every instance of a service; rejects on any failure (a failed read is never an empty service). */
   async listInstances(service: ServiceKey): Promise<Instance[]> {
-    const api = await this.api();
     const ref = toServiceRef(service);
+    const grpc = await this.transport();
+    if (grpc) return grpc.listInstances(ref);
+    const api = await this.api();
     // The first read of a watched service is its watch's baseline, and (v1) subscribes to push in
     // place of the watch's first poll, which then comes a whole poll interval later.
     const subscription = api.supportsPush && this.hub.wantsSubscription(ref) ? await this.pushSubscription() : undefined;
@@ -189,11 +219,36 @@ export class NacosAdapter implements RegistryAdapter {
    * subscribes to push) records a baseline without calling anyone, so read after watching.
    */
   watch(service: ServiceKey, onChange: (event?: WatchEvent) => void, options?: WatchOptions): Unsubscribe {
+    const ref = toServiceRef(service);
     if (this.closing) {
-      this.log.debug({ service: describeService(toServiceRef(service)) }, 'watch on a closed nacos adapter ignored');
+      this.log.debug({ service: describeService(ref) }, 'watch on a closed nacos adapter ignored');
       return () => {};
     }
-    return this.hub.watch(toServiceRef(service), onChange, options);
+    const start = (grpc: NacosGrpcNaming | undefined) => (grpc ? grpc.watch(ref, onChange) : this.hub.watch(ref, onChange, options));
+    if (this.mode) return start(this.mode.grpc);
+    // The protocol is not known yet: watch once it is (asking again while the cluster cannot be reached).
+    let stop: Unsubscribe | undefined;
+    let cancelled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const attempt = () => {
+      this.transport().then(
+        (grpc) => {
+          if (!cancelled && !this.closing) stop = start(grpc);
+        },
+        (err: unknown) => {
+          if (cancelled || this.closing) return;
+          this.log.debug({ err, service: describeService(ref) }, 'nacos protocol unknown yet; the watch starts once the cluster answers');
+          timer = setTimeout(attempt, this.options.pollIntervalMs);
+          timer.unref();
+        },
+      );
+    };
+    attempt();
+    return () => {
+      cancelled = true;
+      clearTimeout(timer);
+      stop?.();
+    };
   }
 
   /**
@@ -202,6 +257,8 @@ export class NacosAdapter implements RegistryAdapter {
    * An empty plan sends nothing.
    */
   async apply(service: ServiceKey, plan: ApplyPlan): Promise<void> {
+    const grpc = await this.transport();
+    if (grpc) return this.applyGrpc(grpc, service, plan);
     const writes = [
       ...plan.upsert.map((instance) => ({ op: 'register' as const, instance })),
       ...plan.remove.map((instance) => ({ op: 'deregister' as const, instance })),
@@ -232,6 +289,8 @@ export class NacosAdapter implements RegistryAdapter {
    */
   async heartbeat(service: ServiceKey, instance: Instance): Promise<BeatResult> {
     if (!instance.ephemeral) return 'ok';
+    // Over gRPC an ephemeral instance lives with the connection that published it.
+    if ((await this.transport()) !== undefined) return 'ok';
     const api = await this.api();
     const answer = await api.beat(toServiceRef(service), instance, this.options.lightBeats && this.lightBeatEnabled);
     if (answer.intervalMs !== undefined) this.beatIntervalMs = answer.intervalMs;
@@ -243,8 +302,10 @@ export class NacosAdapter implements RegistryAdapter {
   stats(): NacosAdapterStats {
     const receiver = this.receiver;
     const target = this.pushTarget;
+    const grpc = this.mode?.grpc;
     return {
-      apiVersion: this.resolvedVersion,
+      apiVersion: grpc ? 'grpc' : this.httpVersion,
+      grpc: grpc?.stats(),
       watchedServices: this.hub.size,
       watchedServiceLists: this.serviceLists.size,
       push: receiver?.alive && target ? { ...receiver.stats(), port: target.udpPort, clientIP: target.clientIP } : undefined,
@@ -258,6 +319,8 @@ export class NacosAdapter implements RegistryAdapter {
     this.closing ??= (async () => {
       this.hub.close();
       this.serviceLists.close();
+      const mode = this.modePromise ? await this.modePromise.catch(() => undefined) : undefined;
+      mode?.close();
       const starting = this.pushStarting;
       if (starting) await starting.catch(() => undefined);
       await this.receiver?.close();
@@ -267,13 +330,120 @@ export class NacosAdapter implements RegistryAdapter {
     return this.closing;
   }
 
+  /**
+   * The gRPC naming when this cluster is spoken to over gRPC, else undefined (HTTP). Decided once
+   * (see {@link resolveApiVersion}); a probe that reached nothing is asked again next time.
+   */
+  private transport(): Promise<NacosGrpcNaming | undefined> {
+    if (this.mode) return Promise.resolve(this.mode.grpc);
+    if (!this.modePromise) {
+      const detecting = this.detectTransport();
+      this.modePromise = detecting;
+      detecting.then(
+        (grpc) => {
+          if (this.closing) grpc?.close();
+          else this.mode = { grpc };
+        },
+        () => {
+          if (this.modePromise === detecting) this.modePromise = undefined;
+        },
+      );
+    }
+    return this.modePromise;
+  }
+
+  private async detectTransport(): Promise<NacosGrpcNaming | undefined> {
+    const wanted = this.options.apiVersion;
+    if (wanted === 'v1' || wanted === 'v3') return undefined;
+    const endpoints = this.grpcEndpoints();
+    if (wanted === 'auto') {
+      const answers = await Promise.all(endpoints.map((e) => answersGrpc(e, Math.min(3_000, this.options.requestTimeoutMs))));
+      if (!answers.includes(true)) {
+        // Unreachable altogether rejects here, and the choice is made again at the next use.
+        const api = await this.api();
+        this.log.info({ grpcEndpoints: endpoints.map((e) => e.label), http: api.version }, 'nacos answers no gRPC; using HTTP');
+        return undefined;
+      }
+    }
+    if (this.closing) throw this.closedError('gRPC');
+    const grpc = new NacosGrpcNaming({
+      clusterId: this.clusterId,
+      endpoints,
+      log: this.log,
+      clientIp: this.options.clientIP,
+      requestTimeoutMs: this.options.requestTimeoutMs,
+      tokens: this.http.tokens,
+      onRequestError: this.onRequestError,
+    });
+    this.log.info({ grpcEndpoints: endpoints.map((e) => e.label) }, 'nacos answers gRPC; using gRPC (pushes on our connection, copies without beats)');
+    return grpc;
+  }
+
+  /** Each endpoint's gRPC address: `options.grpcPort`, else its HTTP port + 1000. */
+  private grpcEndpoints(): GrpcEndpoint[] {
+    return this.endpoints.map((e) => {
+      const port = this.options.grpcPort ?? e.port + 1000;
+      const hostPart = e.host.includes(':') ? `[${e.host}]` : e.host;
+      return { host: e.host, port, label: `${hostPart}:${port}` };
+    });
+  }
+
+  /**
+   * A plan over gRPC: the ephemeral copies are the owner's share of the service's publish set
+   * (`plan.desired`, or the upserts and removals applied to this adapter's own share when there is
+   * none); persistent ones are registered one by one, over gRPC where the server offers it (2.3+),
+   * else over HTTP.
+   */
+  private async applyGrpc(grpc: NacosGrpcNaming, service: ServiceKey, plan: ApplyPlan): Promise<void> {
+    const ref = toServiceRef(service);
+    const persistent = [
+      ...plan.upsert.filter((i) => !i.ephemeral).map((instance) => ({ op: 'register' as const, instance })),
+      ...plan.remove.filter((i) => !i.ephemeral).map((instance) => ({ op: 'deregister' as const, instance })),
+    ];
+    const failures: NacosWriteFailure[] = [];
+    const ephemeralWrites = plan.upsert.filter((i) => i.ephemeral).length + plan.remove.filter((i) => i.ephemeral).length;
+    const publish = async () => {
+      if (plan.desired) return grpc.publish(ref, plan.desired.owner, plan.desired.instances);
+      if (ephemeralWrites === 0) return;
+      const key = `${describeService(ref)}`;
+      const share = new Map((this.directShares.get(key) ?? []).map((i) => [instanceId(i), i]));
+      for (const i of plan.remove) share.delete(instanceId(i));
+      for (const i of plan.upsert) if (i.ephemeral) share.set(instanceId(i), i);
+      this.directShares.set(key, [...share.values()]);
+      return grpc.publish(ref, this.directOwner, [...share.values()]);
+    };
+    const byGrpc = persistent.length > 0 && (await grpc.persistentByGrpc());
+    const results = await Promise.allSettled([
+      publish(),
+      ...persistent.map(async (w) => {
+        if (byGrpc) return grpc.persistent(ref, w.op, w.instance);
+        const api = await this.api();
+        return w.op === 'register' ? api.register(ref, w.instance) : api.deregister(ref, w.instance);
+      }),
+    ]);
+    results.forEach((r, i) => {
+      if (r.status !== 'rejected') return;
+      if (i === 0) failures.push({ op: 'register', instance: `publish set (${ephemeralWrites} ephemeral changes)`, error: r.reason });
+      else {
+        const w = persistent[i - 1];
+        if (w) failures.push({ op: w.op, instance: instanceId(w.instance), error: r.reason });
+      }
+    });
+    this.log.debug({ service: describeService(ref), registered: plan.upsert.length, deregistered: plan.remove.length, failed: failures.length }, 'nacos apply (gRPC)');
+    if (failures.length > 0) throw new NacosApplyError(this.clusterId, describeService(ref), failures, persistent.length + (ephemeralWrites > 0 || plan.desired ? 1 : 0));
+  }
+
+  private closedError(path: string): NacosRequestError {
+    return new NacosRequestError({ code: 'nacos-closed', clusterId: this.clusterId, method: 'gRPC', path, endpoint: this.endpoints.map((e) => e.label).join(','), detail: 'the adapter is closed' });
+  }
+
   private api(): Promise<NacosApi> {
     if (!this.apiPromise) {
       const detecting = this.detectApi();
       this.apiPromise = detecting;
       detecting.then(
         (api) => {
-          this.resolvedVersion = api.version;
+          this.httpVersion = api.version;
         },
         () => {
           if (this.apiPromise === detecting) this.apiPromise = undefined;
@@ -310,6 +480,13 @@ export class NacosAdapter implements RegistryAdapter {
 
   /** The lists behind {@link listServices}, without telling the service-list watches (their own polls). */
   private async listScope(scope: { namespace: string; group: string }): Promise<ServiceKey[]> {
+    const grpc = await this.transport();
+    if (grpc && scope.namespace !== ANY && scope.group !== ANY) {
+      // gRPC lists one group of one namespace; `*` scopes take the HTTP catalog lists below.
+      const { namespaceId, group } = toServiceRef({ namespace: scope.namespace, group: scope.group, name: '' });
+      const names = await grpc.listServiceNames(namespaceId, group, this.options.servicePageSize);
+      return names.map((name) => ({ namespace: scope.namespace, group: scope.group, name }));
+    }
     const api = await this.api();
     const pageSize = this.options.servicePageSize;
     const namespaces =

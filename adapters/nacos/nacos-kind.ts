@@ -5,7 +5,8 @@ import { parseEndpoint, parseNacosOptions, type NacosAdapterOptions } from './na
 
 /** What each option does; keyed by the options type, so that a new option without a description does not compile. */
 const OPTION_DESCRIPTIONS: Readonly<Record<keyof NacosAdapterOptions, string>> = {
-  apiVersion: 'HTTP API dialect: auto (default: v1 where served, else v3), v1 or v3.',
+  apiVersion: 'Protocol: auto (default: gRPC where the gRPC port answers, else HTTP v1 where served, else v3), grpc, v1 or v3.',
+  grpcPort: 'gRPC port of the servers (default each endpoint\'s port + 1000).',
   clientIP: 'Address the server pushes changes to; default the local address of a connection to the cluster.',
   pollIntervalMs: 'How often each watched service is re-listed (default 5000).',
   maxConcurrency: 'Requests in flight against the cluster at most (default 64).',
@@ -32,7 +33,7 @@ function validate(spec: ClusterSpec): void {
   }
 }
 
-/** The Nacos kind: HTTP API v1 or v3, UDP push where served, heartbeats for ephemeral copies. */
+/** The Nacos kind: SDK gRPC (2.x/3.x: pushes, connection-bound copies) or HTTP API v1/v3 (UDP push where served, heartbeats). */
 export const nacosKind: KindDescriptor<'nacos'> = {
   name: 'nacos',
   label: 'Nacos',

@@ -5,16 +5,23 @@ import { NacosConfigError } from './nacos-config-error.js';
 /** The HTTP API dialects the adapter speaks. */
 export type NacosApiVersion = 'v1' | 'v3';
 
+/** What the adapter speaks to a cluster: Nacos SDK gRPC (2.x/3.x) or one of the HTTP dialects. */
+export type NacosProtocol = 'grpc' | NacosApiVersion;
+
 /**
  * Nacos settings read from `ClusterSpec.options`, every one with a default. Unknown keys are ignored
  * (other versions of regsync may know more), wrong types are refused.
  */
 export interface NacosAdapterOptions {
   /**
-   * `auto` (default) asks the server once: v1 where it is served (Nacos 1.x, 2.x, 3.0, 3.1: it offers
-   * UDP push), v3 where v1 answers 404/410 (Nacos 3.2+, or 3.x with the v1 compatibility switch off).
+   * `auto` (default) asks the server once: gRPC where a `ServerCheckRequest` on the gRPC port
+   * answers (Nacos 2.x, 3.x: pushes over regsync's own connection, copies without heartbeats);
+   * else v1 where it is served (Nacos 1.x: UDP push), v3 where v1 answers 404/410. `grpc`, `v1` and
+   * `v3` force one.
    */
-  apiVersion: 'auto' | NacosApiVersion;
+  apiVersion: 'auto' | NacosProtocol;
+  /** The servers' gRPC port; default each endpoint's HTTP port + 1000 (Nacos' own offset). */
+  grpcPort: number | undefined;
   /** Address the server pushes changes to; default: the local address of a TCP connection to the cluster. */
   clientIP: string | undefined;
   /** How often each watched service is re-listed (change detection without push, push subscription refresh). */
@@ -49,6 +56,7 @@ export interface NacosAdapterOptions {
 /** What an empty `options` means; exported so that the API and docs can show the defaults. */
 export const DEFAULT_NACOS_OPTIONS: NacosAdapterOptions = {
   apiVersion: 'auto',
+  grpcPort: undefined,
   clientIP: undefined,
   pollIntervalMs: 5_000,
   maxConcurrency: 64,
@@ -90,8 +98,8 @@ export function parseNacosOptions(spec: Pick<ClusterSpec, 'id' | 'options'>): Na
   };
 
   const apiVersion = raw.apiVersion ?? DEFAULT_NACOS_OPTIONS.apiVersion;
-  if (apiVersion !== 'auto' && apiVersion !== 'v1' && apiVersion !== 'v3') {
-    fail('apiVersion', `expected auto, v1 or v3, got ${JSON.stringify(apiVersion)}`);
+  if (apiVersion !== 'auto' && apiVersion !== 'grpc' && apiVersion !== 'v1' && apiVersion !== 'v3') {
+    fail('apiVersion', `expected auto, grpc, v1 or v3, got ${JSON.stringify(apiVersion)}`);
   }
   const clientIP = raw.clientIP;
   if (clientIP !== undefined && (typeof clientIP !== 'string' || isIP(clientIP) === 0)) {
@@ -106,6 +114,7 @@ export function parseNacosOptions(spec: Pick<ClusterSpec, 'id' | 'options'>): Na
 
   return {
     apiVersion: apiVersion as NacosAdapterOptions['apiVersion'],
+    grpcPort: raw.grpcPort === undefined ? undefined : positiveInt('grpcPort', 65_535),
     clientIP: clientIP as string | undefined,
     pollIntervalMs: positiveInt('pollIntervalMs', 24 * 3_600_000),
     maxConcurrency: positiveInt('maxConcurrency', 10_000),

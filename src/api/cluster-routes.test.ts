@@ -142,7 +142,7 @@ describe('POST /api/v1/clusters', () => {
     ['an unknown field', clusterBody('c', { colour: 'blue' }), /body\.colour is not a known field/],
     // Each kind's own rules, run before anything is stored.
     ['an option the kind does not have', clusterBody('c', { options: { bogusOption: 1 } }), /^body\.options\.bogusOption: not an option of nacos clusters/],
-    ['an apiVersion Nacos does not speak', clusterBody('c', { options: { apiVersion: 'v9' } }), /^body\.options\.apiVersion: expected auto, v1 or v3/],
+    ['an apiVersion Nacos does not speak', clusterBody('c', { options: { apiVersion: 'v9' } }), /^body\.options\.apiVersion: expected auto, grpc, v1 or v3/],
     ['a Nacos option on a ZooKeeper cluster', clusterBody('c', { kind: 'zookeeper', options: { apiVersion: 'v1' } }), /^body\.options\.apiVersion: not an option of zookeeper clusters/],
     ['an unknown ZooKeeper layout', clusterBody('c', { kind: 'zookeeper', options: { layout: 'eureka' } }), /^body\.options\.layout: expected dubbo or curator/],
     ['a ZooKeeper server by IPv6 address', clusterBody('c', { kind: 'zookeeper', endpoints: ['[::1]:2181'] }), /^body\.endpoints: .*IPv6 literal/],
@@ -245,7 +245,7 @@ describe('PUT /api/v1/clusters/:id', () => {
     ['a numeric password', 'c1', { kind: 'nacos', endpoints: ['h:1'], password: 5 }, /body\.password must be string/],
     ['a wrong type', 'c1', { kind: 'nacos', endpoints: ['h:1'], labels: 'eu' }, /body\.labels must be object/],
     ['an option the kind does not have', 'c1', { kind: 'nacos', endpoints: ['h:1'], options: { bogusOption: 1 } }, /^body\.options\.bogusOption: not an option/],
-    ['an apiVersion Nacos does not speak', 'c1', { kind: 'nacos', endpoints: ['h:1'], options: { apiVersion: 'v9' } }, /^body\.options\.apiVersion: expected auto, v1 or v3/],
+    ['an apiVersion Nacos does not speak', 'c1', { kind: 'nacos', endpoints: ['h:1'], options: { apiVersion: 'v9' } }, /^body\.options\.apiVersion: expected auto, grpc, v1 or v3/],
     ['a change of kind the options do not fit', 'c1', { kind: 'zookeeper', endpoints: ['h:1'], options: { contextPath: '/nacos' } }, /^body\.options\.contextPath: not an option of zookeeper/],
   ];
   for (const [what, id, body, message] of invalid) {

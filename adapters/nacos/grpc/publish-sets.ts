@@ -1,0 +1,109 @@
+import type { Logger } from 'pino';
+import { instanceId, type Instance } from '../../../src/model/index.js';
+import { describeService, watchKey, type ServiceRef } from '../wire.js';
+import { wireInstance, type WireInstance } from './messages.js';
+
+export interface PublishSetsOptions {
+  log: Logger;
+  /** Replaces the connection's whole set for the service (`BatchInstanceRequest`; empty clears it). */
+  send: (ref: ServiceRef, instances: WireInstance[]) => Promise<void>;
+}
+
+interface Entry {
+  ref: ServiceRef;
+  /** Each owner's share (a service sync key -> its ephemeral copies). */
+  owners: Map<string, readonly Instance[]>;
+  /** JSON of the set the live connection holds; undefined when it holds none. */
+  sent: string | undefined;
+  /** The last send queued: sends of one service go one after another. */
+  tail: Promise<void>;
+}
+
+/**
+ * What this process's connection publishes, per destination service: a Nacos connection holds one
+ * set per service and a write replaces it whole, so the shares of every owner (the service syncs
+ * writing into that service, from any task) are merged into one list, and that whole list is sent
+ * whenever it differs from what the connection holds. Sends of one service are serial and
+ * coalesce: a caller resolves once a send that includes its change was accepted. The merge is
+ * deterministic (sorted by address, metadata keys sorted): every replica that publishes the same
+ * shares sends byte-identical instances, which Nacos shows once.
+ */
+export class PublishSets {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(private readonly opts: PublishSetsOptions) {}
+
+  /** Replaces `owner`'s share of the service; resolves once the connection holds the merged set. */
+  set(ref: ServiceRef, owner: string, instances: readonly Instance[]): Promise<void> {
+    const key = watchKey(ref);
+    let entry = this.entries.get(key);
+    const ephemeral = instances.filter((i) => i.ephemeral);
+    if (!entry) {
+      if (ephemeral.length === 0) return Promise.resolve();
+      entry = { ref, owners: new Map(), sent: undefined, tail: Promise.resolve() };
+      this.entries.set(key, entry);
+    }
+    if (ephemeral.length === 0) entry.owners.delete(owner);
+    else entry.owners.set(owner, ephemeral);
+    return this.flush(entry);
+  }
+
+  /** After a reconnect: the new connection holds nothing; publish every set again. */
+  republishAll(): Promise<void> {
+    const runs: Promise<void>[] = [];
+    for (const entry of this.entries.values()) {
+      entry.sent = undefined;
+      runs.push(this.flush(entry));
+    }
+    return Promise.allSettled(runs).then(() => undefined);
+  }
+
+  /** Sets held (services with at least one copy published) and their copies. */
+  stats(): { sets: number; instances: number } {
+    let sets = 0;
+    let instances = 0;
+    for (const entry of this.entries.values()) {
+      const merged = merge(entry).length;
+      if (merged > 0) sets += 1;
+      instances += merged;
+    }
+    return { sets, instances };
+  }
+
+  private flush(entry: Entry): Promise<void> {
+    const run = entry.tail.catch(() => undefined).then(() => this.sendIfChanged(entry));
+    entry.tail = run;
+    return run;
+  }
+
+  private async sendIfChanged(entry: Entry): Promise<void> {
+    const wire = merge(entry).map((i) => wireInstance(entry.ref, i));
+    const text = JSON.stringify(wire);
+    const empty = wire.length === 0;
+    if (text === entry.sent || (empty && entry.sent === undefined)) {
+      if (empty && entry.owners.size === 0) this.forget(entry);
+      return;
+    }
+    await this.opts.send(entry.ref, wire);
+    entry.sent = empty ? undefined : text;
+    this.opts.log.debug({ service: describeService(entry.ref), instances: wire.length }, 'nacos gRPC publish set sent');
+    if (empty && entry.owners.size === 0) this.forget(entry);
+  }
+
+  private forget(entry: Entry): void {
+    const key = watchKey(entry.ref);
+    if (this.entries.get(key) === entry && entry.owners.size === 0) this.entries.delete(key);
+  }
+}
+
+/** The owners' shares as one list: one instance per address (the first owner in key order wins), sorted. */
+function merge(entry: Entry): Instance[] {
+  const byId = new Map<string, Instance>();
+  for (const owner of [...entry.owners.keys()].sort()) {
+    for (const instance of entry.owners.get(owner) ?? []) {
+      const id = instanceId(instance);
+      if (!byId.has(id)) byId.set(id, instance);
+    }
+  }
+  return [...byId.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, i]) => i);
+}
