@@ -43,6 +43,7 @@ export class NacosGrpcNaming {
   private readonly subscriptions: GrpcSubscriptions;
   private readonly sets: PublishSets;
   private readonly log: Logger;
+  private closed = false;
 
   constructor(private readonly opts: GrpcNamingOptions) {
     this.log = opts.log;
@@ -123,6 +124,7 @@ export class NacosGrpcNaming {
   }
 
   close(): void {
+    this.closed = true;
     this.subscriptions.close();
     this.connection.close();
   }
@@ -140,7 +142,15 @@ export class NacosGrpcNaming {
     if (generation === 1) return;
     this.log.info({ generation, subscriptions: this.subscriptions.size, publishSets: this.sets.stats().sets }, 'nacos gRPC reconnected; subscribing and publishing again');
     this.subscriptions.resubscribeAll();
-    void this.sets.republishAll();
+    void this.sets.republishAll().then((failed) => this.redo(generation, failed));
+  }
+
+  /** Sends again, every 3 s as Nacos' clients redo, what the replay after connect `generation` could not. */
+  private redo(generation: number, failed: number): void {
+    if (failed === 0 || this.closed || this.connection.currentGeneration !== generation) return;
+    this.log.warn({ failed }, 'nacos gRPC publish sets not accepted after reconnect; sending again in 3 s');
+    const timer = setTimeout(() => void this.sets.retryUnsent().then((left) => this.redo(generation, left)), 3_000);
+    timer.unref();
   }
 
   private serviceInfoOf(info: unknown, type: string): ServiceInfoRead {

@@ -48,14 +48,21 @@ export class PublishSets {
     return this.flush(entry);
   }
 
-  /** After a reconnect: the new connection holds nothing; publish every set again. */
-  republishAll(): Promise<void> {
+  /** After a reconnect: the new connection holds nothing; publish every set again. Answers how many sends failed. */
+  async republishAll(): Promise<number> {
     const runs: Promise<void>[] = [];
     for (const entry of this.entries.values()) {
       entry.sent = undefined;
       runs.push(this.flush(entry));
     }
-    return Promise.allSettled(runs).then(() => undefined);
+    return (await Promise.allSettled(runs)).filter((r) => r.status === 'rejected').length;
+  }
+
+  /** Publishes the sets the connection does not hold as they are (after failed sends). Answers how many sends failed. */
+  async retryUnsent(): Promise<number> {
+    const runs: Promise<void>[] = [];
+    for (const entry of this.entries.values()) runs.push(this.flush(entry));
+    return (await Promise.allSettled(runs)).filter((r) => r.status === 'rejected').length;
   }
 
   /** Sets held (services with at least one copy published) and their copies. */
