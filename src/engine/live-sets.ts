@@ -14,9 +14,9 @@ import { redisKeys } from '../util/redis-keys.js';
  * waiting for a reconcile.
  *
  * Writes are skipped when the hash holds the same set as this process last wrote or read there; a
- * change announced by another process makes that unknown until the key is read again, so a set
- * another replica replaced is always written back (a synced service reconciles without touching
- * Redis here).
+ * change announced by another process makes that unknown, and the next record reads the key before
+ * it writes, so a set another replica replaced is written back, and one it holds already is neither
+ * written nor announced again (a synced service reconciles without touching Redis here).
  */
 export class LiveSets {
   private readonly written = new Map<string, string>();
@@ -35,6 +35,9 @@ export class LiveSets {
   async put(key: string, shard: number, instances: readonly Instance[], notify: boolean): Promise<void> {
     const ephemeral = instances.filter((i) => i.ephemeral);
     const value = ephemeral.length === 0 ? '' : JSON.stringify(ephemeral);
+    // Unknown here (first record of the key, or another process changed it since): read it first,
+    // so that a record that holds the same set already is neither written nor announced again.
+    if (!this.written.has(key)) this.written.set(key, (await this.redis.hget(this.hashKey(shard), key)) ?? '');
     if (this.written.get(key) === value) return;
     if (value === '') await this.redis.hdel(this.hashKey(shard), key);
     else await this.redis.hset(this.hashKey(shard), key, value);
