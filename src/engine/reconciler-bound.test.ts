@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { MARK_TASK, serviceSyncKey, type BeatResult, type Instance, type RegistryAdapter, type TaskOptions, type TaskSpec } from '../model/index.js';
-import { BoundRegistry, FakeBoundAdapter } from '../../test/support/fake-bound-registry.js';
+import { MARK_TASK, serviceSyncKey, type Instance, type RegistryAdapter, type TaskOptions, type TaskSpec } from '../model/index.js';
+import { BoundRegistry, type BeatableBoundAdapter } from '../../test/support/fake-bound-registry.js';
 import { FakeAdapter, instance } from '../../test/support/fake-adapter.js';
 import { MemoryEngineStore } from '../../test/support/memory-engine-store.js';
 import { harnessCluster, harnessTask, harnessWorker, SERVICE, type HarnessWorker } from '../../test/support/reconciler-harness.js';
@@ -9,16 +9,6 @@ const T0 = Date.parse('2024-01-01T00:00:00.000Z');
 const KEY = serviceSyncKey({ taskId: 't', service: SERVICE });
 const ips = (n: number, base = '10.7.0.') => Array.from({ length: n }, (_, i) => `${base}${i + 1}`);
 const ephemeral = (ip: string): Instance => ({ ...instance(ip), ephemeral: true });
-
-/** A connection-bound destination that could beat too: the engine must never ask it to. */
-class BeatableBoundAdapter extends FakeBoundAdapter {
-  beats = 0;
-  readonly heartbeatIntervalMs = 100;
-  async heartbeat(): Promise<BeatResult> {
-    this.beats += 1;
-    return 'ok';
-  }
-}
 
 /** The reconciler against a connection-bound destination (Nacos gRPC): sets, not beats. */
 describe('Reconciler on a connection-bound destination', () => {
@@ -45,8 +35,7 @@ describe('Reconciler on a connection-bound destination', () => {
     store = new MemoryEngineStore();
     a = new FakeAdapter('a');
     registry = new BoundRegistry('b');
-    b = new BeatableBoundAdapter(registry, 'p1');
-    registry.connections.add(b);
+    b = registry.connect('p1', true) as BeatableBoundAdapter;
     store.clusters.set('a', harnessCluster('a'));
     store.clusters.set('b', harnessCluster('b'));
     setup();

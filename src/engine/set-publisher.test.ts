@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../log.js';
 import { serviceKeyString, serviceSyncKey, type Instance, type RegistryAdapter, type TaskSpec } from '../model/index.js';
 import { MissingServices, RegsyncStore } from '../store/index.js';
-import { BoundRegistry, type FakeBoundAdapter } from '../../test/support/fake-bound-registry.js';
+import { BoundRegistry, type BeatableBoundAdapter } from '../../test/support/fake-bound-registry.js';
 import { FakeAdapter, instance } from '../../test/support/fake-adapter.js';
 import { harnessCluster, harnessTask, SERVICE } from '../../test/support/reconciler-harness.js';
 import { redisPerTest } from '../../test/support/redis-per-test.js';
@@ -22,7 +22,7 @@ const ips = (n: number) => Array.from({ length: n }, (_, i) => `10.6.0.${i + 1}`
 interface Replica {
   name: string;
   leading: boolean;
-  connection: FakeBoundAdapter;
+  connection: BeatableBoundAdapter;
   engine: SyncEngine;
   sets: SetPublisher;
   heartbeats: HeartbeatScheduler;
@@ -51,7 +51,7 @@ describe('SetPublisher: every replica publishes the sets of its shards', () => {
 
   const replica = async (name: string, leading = false): Promise<Replica> => {
     const redis = r.connect();
-    const connection = b.connect(name);
+    const connection = b.connect(name, true) as BeatableBoundAdapter;
     const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: (spec): RegistryAdapter => (spec.id === 'a' ? a : connection) }, logger);
     const liveSets = new LiveSets(redis, r.prefix);
     const heartbeats = new HeartbeatScheduler({ logger, tickMs: 20 });
@@ -125,6 +125,7 @@ describe('SetPublisher: every replica publishes the sets of its shards', () => {
     for (const x of all) {
       expect(x.connection.owners(SERVICE)).toEqual([KEY]);
       expect(x.heartbeats.stats().entries).toBe(0);
+      expect(x.connection.beats).toBe(0);
     }
   });
 
@@ -177,6 +178,9 @@ describe('SetPublisher: every replica publishes the sets of its shards', () => {
     await store.putTask({ ...task, state: 'running' });
     await Promise.all(all.map((x) => x.engine.taskChanged('t')));
     for (const x of all) expect(held(x)).toEqual(ips(3));
+    // The leader took the copies over as a resumed task does, and beats none of them.
+    for (const x of all) expect(x.heartbeats.stats().entries).toBe(0);
+    expect(all.map((x) => x.connection.beats)).toEqual([0, 0, 0]);
   });
 
   it('withdraws from every replica when the task is removed', async () => {

@@ -1,4 +1,4 @@
-import type { ApplyPlan, Instance, RegistryAdapter, ServiceKey, Unsubscribe } from '../../src/model/index.js';
+import type { ApplyPlan, BeatResult, Instance, RegistryAdapter, ServiceKey, Unsubscribe } from '../../src/model/index.js';
 import { instanceId, serviceKeyString } from '../../src/model/index.js';
 
 /**
@@ -15,9 +15,9 @@ export class BoundRegistry {
 
   constructor(readonly clusterId: string) {}
 
-  /** A new connection to this registry (one process's adapter). */
-  connect(name: string): FakeBoundAdapter {
-    const adapter = new FakeBoundAdapter(this, name);
+  /** A new connection to this registry (one process's adapter); `beatable`: its adapter has a `heartbeat` too. */
+  connect(name: string, beatable = false): FakeBoundAdapter {
+    const adapter = beatable ? new BeatableBoundAdapter(this, name) : new FakeBoundAdapter(this, name);
     this.connections.add(adapter);
     return adapter;
   }
@@ -157,6 +157,20 @@ export class FakeBoundAdapter implements RegistryAdapter {
 
   private alive(): void {
     if (this.dead) throw new Error(`connection ${this.name} to ${this.clusterId} is closed`);
+  }
+}
+
+/**
+ * A connection whose adapter could beat as well (one adapter class for a registry's HTTP and gRPC
+ * dialects): the engine must never call `heartbeat` on it; `beats` counts the calls.
+ */
+export class BeatableBoundAdapter extends FakeBoundAdapter {
+  beats = 0;
+  readonly heartbeatIntervalMs = 50;
+
+  async heartbeat(): Promise<BeatResult> {
+    this.beats += 1;
+    return 'ok';
   }
 }
 
