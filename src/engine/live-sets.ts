@@ -59,6 +59,11 @@ export class LiveSets {
     return raw ? (JSON.parse(raw) as Instance[]) : [];
   }
 
+  /** Whether a service sync has a live set (without reading it). */
+  async has(key: string, shard: number): Promise<boolean> {
+    return (await this.redis.hexists(this.hashKey(shard), key)) === 1;
+  }
+
   /** Every live set of a shard. */
   async load(shard: number): Promise<Map<string, Instance[]>> {
     const all = await this.redis.hgetall(this.hashKey(shard));

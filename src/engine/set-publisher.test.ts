@@ -191,6 +191,8 @@ describe('SetPublisher: every replica publishes the sets of its shards', () => {
     expect(visible()).toEqual([]);
     for (const x of [w1, w2, w3]) expect(x.connection.owners(SERVICE)).toEqual([]);
     expect(await w1.liveSets.load(0)).toEqual(new Map());
+    await Promise.all([w1, w2, w3].map((x) => x.sets.idle()));
+    expect([w1, w2, w3].map((x) => x.sets.known())).toEqual([0, 0, 0]);
   });
 
   it('withdraws a shard’s sets when the replica loses the shard, and publishes them when one gains it', async () => {

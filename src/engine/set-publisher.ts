@@ -127,10 +127,22 @@ export class SetPublisher {
    * The tasks whose service sync keys start with `prefix` started, changed, stopped or were removed
    * here: publishes, moves or withdraws their sets. Resolves once each of them was synced once (a
    * failure is retried later), so a caller moving a task onto a new adapter can close the old one.
+   * `removed`: the tasks are gone for good, and their keys are forgotten once withdrawn.
    */
-  async refresh(prefix: string): Promise<void> {
+  async refresh(prefix: string, removed = false): Promise<void> {
     const keys = [...this.entries.keys()].filter((key) => key.startsWith(prefix));
     await Promise.all(keys.map((key) => this.mark(key)));
+    if (!removed) return;
+    // A removed task's keys are not kept for a resume: only what could not be withdrawn yet stays.
+    for (const key of keys) {
+      const entry = this.entries.get(key);
+      if (entry && !entry.held && !this.pending.has(key) && !this.running.has(key)) this.entries.delete(key);
+    }
+  }
+
+  /** How many service syncs this process keeps track of (served shards' keys, and sets still held). */
+  known(): number {
+    return this.entries.size;
   }
 
   /** How many sets this process publishes, by destination cluster. */
@@ -292,6 +304,8 @@ export class SetPublisher {
       await this.withdraw(key, entry.held);
       entry.held = undefined;
     }
+    // A task that does not run here may be paused (kept) or removed (its live set is gone).
+    if (!task && this.served.has(shard)) inHash = await this.opts.liveSets.has(key, shard);
     // Kept while the shard is served and the key has a live set: a task resumed here publishes it.
     if ((!this.served.has(entry.shard) || !inHash) && !this.again.has(key)) this.entries.delete(key);
   }

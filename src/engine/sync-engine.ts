@@ -195,7 +195,7 @@ export class SyncEngine implements TaskControl {
   async stopTask(taskId: string): Promise<void> {
     this.deactivate(taskId);
     await this.reconciler.drain(taskId);
-    await this.opts.sets?.refresh(taskKeyPrefix(taskId));
+    await this.opts.sets?.refresh(taskKeyPrefix(taskId), true);
     this.reconciler.forget(taskKeyPrefix(taskId));
   }
 
@@ -294,7 +294,7 @@ export class SyncEngine implements TaskControl {
       await this.opts.liveSets?.remove(key, this.shardOf(key));
     }
     await this.opts.missing.clear(taskId);
-    await this.opts.sets?.refresh(taskKeyPrefix(taskId));
+    await this.opts.sets?.refresh(taskKeyPrefix(taskId), true);
     this.reconciler.forget(taskKeyPrefix(taskId));
     this.log.info({ task: taskId, removed }, 'task removed with its copies');
   }
