@@ -71,6 +71,7 @@ export class SetPublisher {
   /** Keys marked again while their sync ran: synced once more after it. */
   private readonly again = new Set<string>();
   private readonly waiters = new Map<string, Array<() => void>>();
+  private readonly idleWaiters: Array<() => void> = [];
   private readonly shardRetries = new Map<number, NodeJS.Timeout>();
   private active = 0;
   private stopped = false;
@@ -155,8 +156,9 @@ export class SetPublisher {
   }
 
   /** Resolves once nothing is marked or being synced (retries scheduled for later aside). */
-  async idle(): Promise<void> {
-    while (this.pending.size > 0 || this.running.size > 0) await Promise.all([...this.pending, ...this.running].map((key) => this.waitFor(key)));
+  idle(): Promise<void> {
+    if (this.pending.size === 0 && this.running.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   /** Stops publishing (the process is going away: its connections close, and the registry drops its sets). */
@@ -168,6 +170,7 @@ export class SetPublisher {
     this.pending.clear();
     for (const resolve of [...this.waiters.values()].flat()) resolve();
     this.waiters.clear();
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
   private async loadShard(shard: number, failures: number): Promise<void> {
@@ -248,6 +251,7 @@ export class SetPublisher {
           }
           for (const resolve of waiting) resolve();
           this.pump();
+          if (this.pending.size === 0 && this.running.size === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
         });
     }
   }
