@@ -79,8 +79,17 @@ export interface ReconcilerOptions {
   shardOf?: (key: string) => number;
   /** Whether this process leads a shard, i.e. beats its copies (default: yes). */
   leads?: (shard: number) => boolean;
-  /** Where the copies to beat are recorded for the shard's leader (several processes). */
+  /**
+   * Where the live copies are recorded for the other replicas (several processes): for the shard's
+   * leader, which beats them, or on connection-bound destinations for every replica, which publishes them.
+   */
   liveSets?: LiveSets;
+  /**
+   * Told of every set this process published for a service sync on a connection-bound destination
+   * (by `apply` with `desired`, or `publish`), so that the process withdraws it again with its shard
+   * or its task (see `SetPublisher.note`).
+   */
+  published?: ((key: string, shard: number, destination: RegistryAdapter, target: ServiceKey) => void) | undefined;
   /** The CMDB's labels of an IP, stamped on copies per the task's `labels` options; none when absent. */
   cmdb?: { labelsOf(ip: string): Readonly<Record<string, string>> } | undefined;
   /** Records which addresses each service sync read from its source (for CMDB changes). */
@@ -123,6 +132,8 @@ interface Run {
 interface Reads {
   source: RegistryAdapter;
   destination: RegistryAdapter;
+  /** Whether copies live with this process's connection to the destination (see `RegistryAdapter.connectionBound`). */
+  bound: boolean;
   sourceInstances: Instance[];
   /** Read at the same time as the source; awaited only once the guards let the run go on. */
   destinationRead: Promise<Instance[]>;
@@ -213,8 +224,16 @@ export class Reconciler {
     this.opts.heartbeats.clear(key);
     const destination = await this.opts.adapters.get(task.destination);
     const target = mapService(service, task.options.mapping);
+    const bound = await connectionBound(destination);
     const owned = (await destination.listInstances(target)).filter((i) => i.metadata[MARK_TASK] === task.id);
-    if (owned.length > 0) await destination.apply(target, { upsert: [], remove: owned });
+    if (!bound) {
+      if (owned.length > 0) await destination.apply(target, { upsert: [], remove: owned });
+      return owned.length;
+    }
+    // This process's share goes here; the other replicas withdraw theirs as the task stops there.
+    if (owned.length > 0) await destination.apply(target, { upsert: [], remove: owned, desired: { owner: key, instances: [] } });
+    else await destination.publish?.(target, key, []);
+    this.opts.published?.(key, this.opts.shardOf?.(key) ?? 0, destination, target);
     return owned.length;
   }
 
@@ -245,8 +264,8 @@ export class Reconciler {
       if (stop) return stop;
       const destinationInstances = await this.awaitDestination(run, reads);
       const planned = await this.plan(run, reads, destinationInstances);
-      await this.apply(run, reads.destination, planned.plan);
-      const live = await this.keepAlive(run, reads.destination, planned.plan);
+      const applied = await this.apply(run, reads, planned.plan);
+      const live = await this.keepAlive(run, reads, planned.plan, applied);
       return await this.record(run, reads, planned, live, note);
     } catch (err) {
       if (err instanceof RefusedRun) return { kind: 'refused', reason: err.message };
@@ -283,7 +302,13 @@ export class Reconciler {
       return this.fail(run, { code: 'source_unreadable', side: 'source', cluster: task.source, message: `cannot read source ${task.source}: ${messageOf(err)}` }, err);
     }
     run.sourceCount = sourceInstances.length;
-    return { source, destination, sourceInstances, destinationRead };
+    let bound: boolean;
+    try {
+      bound = await connectionBound(destination);
+    } catch (err) {
+      return this.fail(run, { code: 'destination_unreadable', side: 'destination', cluster: task.destination, message: `cannot read destination ${task.destination}: ${messageOf(err)}` }, err);
+    }
+    return { source, destination, bound, sourceInstances, destinationRead };
   }
 
   /**
@@ -407,12 +432,19 @@ export class Reconciler {
     return verdict;
   }
 
-  /** Phase 4, apply: writes the plan; a refusal for good is recorded and ends the run as `refused`. */
-  private async apply(run: Run, destination: RegistryAdapter, plan: SyncPlan): Promise<void> {
-    if (plan.upsert.length === 0 && plan.remove.length === 0) return;
+  /**
+   * Phase 4, apply: writes the plan; a refusal for good is recorded and ends the run as `refused`.
+   * A connection-bound destination also gets every copy the service sync wants there (`desired`:
+   * the upserts and the unchanged, removals a guard holds among them), which replaces the set this
+   * process publishes for it. Answers whether anything was written.
+   */
+  private async apply(run: Run, reads: Reads, plan: SyncPlan): Promise<boolean> {
+    if (plan.upsert.length === 0 && plan.remove.length === 0) return false;
+    const { destination } = reads;
     const cluster = run.task.destination;
     try {
-      await destination.apply(run.target, { upsert: plan.upsert, remove: plan.remove });
+      const desired = reads.bound ? { desired: { owner: run.key, instances: [...plan.upsert, ...plan.unchanged] } } : {};
+      await destination.apply(run.target, { upsert: plan.upsert, remove: plan.remove, ...desired });
     } catch (err) {
       const refused = err instanceof WriteRefusedError;
       const problem: Problem = { code: refused ? 'write_refused' : 'destination_unwritable', side: 'destination', cluster, message: `cannot write destination ${cluster}: ${messageOf(err)}` };
@@ -421,31 +453,50 @@ export class Reconciler {
       throw refused ? new RefusedRun(messageOf(err)) : new PhaseFailure(problem.message, { cause: err });
     }
     if (this.log.isLevelEnabled('debug')) run.log().debug({ upserts: plan.upsert.length, removes: plan.remove.length }, 'applied');
+    return true;
   }
 
   /**
    * Phase 5, keep alive: the shard's leader takes unchanged copies into its session (`retain`) and
    * beats the live ones; every replica records the live set for the leader (the record is sent
-   * with the status, one round trip). Answers the live copies and the pending record.
+   * with the status, one round trip). On a connection-bound destination nothing beats: this process
+   * publishes the live set (its adapter sends nothing when it holds that set already), and the record
+   * tells every replica, each of which publishes it too. Answers the live copies and the pending record.
    */
-  private async keepAlive(run: Run, destination: RegistryAdapter, plan: SyncPlan): Promise<Live> {
+  private async keepAlive(run: Run, reads: Reads, plan: SyncPlan, applied: boolean): Promise<Live> {
     const { key, taskId } = run;
+    const { destination } = reads;
     const live = [...plan.upsert, ...plan.unchanged];
     const shard = this.opts.shardOf?.(key) ?? 0;
     const leading = this.opts.leads?.(shard) ?? true;
-    if (leading && destination.retain && plan.unchanged.length > 0) {
+    const failed = (err: unknown): Promise<never> => {
+      const cluster = run.task.destination;
+      const problem: Problem = { code: 'destination_unwritable', side: 'destination', cluster, message: `cannot write destination ${cluster}: ${messageOf(err)}` };
+      return this.fail(run, problem, err);
+    };
+    if (reads.bound) {
+      this.opts.heartbeats.clear(key);
+      // A task paused meanwhile keeps nothing here (its other replicas withdraw as it stops there).
+      const keep = this.opts.activeTask(taskId) !== undefined;
       try {
-        await destination.retain(run.target, plan.unchanged);
+        if (!applied || !keep) await destination.publish?.(run.target, key, keep ? live.filter((i) => i.ephemeral) : []);
       } catch (err) {
-        const cluster = run.task.destination;
-        const problem: Problem = { code: 'destination_unwritable', side: 'destination', cluster, message: `cannot write destination ${cluster}: ${messageOf(err)}` };
-        return this.fail(run, problem, err);
+        return failed(err);
       }
+      this.opts.published?.(key, shard, destination, run.target);
+    } else {
+      if (leading && destination.retain && plan.unchanged.length > 0) {
+        try {
+          await destination.retain(run.target, plan.unchanged);
+        } catch (err) {
+          return failed(err);
+        }
+      }
+      if (leading && this.opts.activeTask(taskId) !== undefined) this.opts.heartbeats.set(key, destination, run.target, live, plan.upsert);
+      else this.opts.heartbeats.clear(key);
     }
-    if (leading && this.opts.activeTask(taskId) !== undefined) this.opts.heartbeats.set(key, destination, run.target, live, plan.upsert);
-    else this.opts.heartbeats.clear(key);
     // A lost record is written again by the next reconcile (nothing marks it written meanwhile).
-    const recorded = this.opts.liveSets?.put(key, shard, live, !leading).catch((err: unknown) => run.log().warn({ err }, 'cannot record the copies to beat'));
+    const recorded = this.opts.liveSets?.put(key, shard, live, reads.bound || !leading).catch((err: unknown) => run.log().warn({ err }, 'cannot record the live copies'));
     return { instances: live, shard, recorded: recorded ?? Promise.resolve() };
   }
 
@@ -610,6 +661,14 @@ function heldNote(taskId: string, held: HeldDeletion, settings: { confirmMs: num
 /** `1 copy`, `2 copies`. */
 function count(n: number, one: string, many: string): string {
   return `${n} ${n === 1 ? one : many}`;
+}
+
+/**
+ * Whether copies written through `adapter` live with this process's connection (see
+ * `RegistryAdapter.connectionBound`); false for adapters that do not say.
+ */
+export async function connectionBound(adapter: RegistryAdapter): Promise<boolean> {
+  return (await adapter.connectionBound?.()) ?? false;
 }
 
 function messageOf(err: unknown): string {

@@ -20,8 +20,9 @@ import type { AdapterPool } from './adapter-pool.js';
 import type { TaskControl } from './control.js';
 import type { HeartbeatScheduler } from './heartbeat-scheduler.js';
 import type { LiveSets } from './live-sets.js';
+import type { SetPublisher } from './set-publisher.js';
 import type { SourceAddresses } from './source-addresses.js';
-import { Reconciler, type EngineStore, type ReconcilerOptions } from './reconciler.js';
+import { connectionBound, Reconciler, type EngineStore, type ReconcilerOptions } from './reconciler.js';
 
 /**
  * Since when the service syncs of `*` tasks have been missing from their source's list, kept where
@@ -86,6 +87,11 @@ export interface SyncEngineOptions {
   readsHere?: (shard: number) => boolean;
   /** Where reconciles record what to beat (several processes); removed tasks are cleared from it. */
   liveSets?: LiveSets;
+  /**
+   * Publishes the live sets of connection-bound destinations from this process (every replica of a
+   * shard does); told when tasks start, change, stop or move to a new adapter.
+   */
+  sets?: SetPublisher | undefined;
   /** Which addresses each service sync read from its source (the reconciler records them). */
   sourceAddresses?: SourceAddresses;
   /** Since when `*` tasks' services have been missing from their source (shared by every worker). */
@@ -135,6 +141,7 @@ export class SyncEngine implements TaskControl {
       shardOf: this.shardOf,
       leads: this.leads,
       ...(liveSets ? { liveSets } : {}),
+      ...(opts.sets ? { published: opts.sets.note.bind(opts.sets) } : {}),
       sourceAddresses,
       ...opts.reconcile,
       confirmEmptyMs: this.confirmMs(),
@@ -177,14 +184,18 @@ export class SyncEngine implements TaskControl {
     const active = this.active.get(taskId);
     if (!active || !this.leads(this.shardOf(key))) return;
     const destination = await this.opts.adapters.get(active.task.destination);
+    // Connection-bound copies are published by every replica (see SetPublisher), never beaten.
+    const bound = await connectionBound(destination);
     if (this.active.get(taskId) !== active || !this.leads(this.shardOf(key))) return;
-    this.opts.heartbeats.set(key, destination, mapService(service, active.task.options.mapping), instances);
+    if (bound) this.opts.heartbeats.clear(key);
+    else this.opts.heartbeats.set(key, destination, mapService(service, active.task.options.mapping), instances);
   }
 
   /** Another process removes the task: stop it here and let reconciles under way finish. */
   async stopTask(taskId: string): Promise<void> {
     this.deactivate(taskId);
     await this.reconciler.drain(taskId);
+    await this.opts.sets?.refresh(taskKeyPrefix(taskId), true);
     this.reconciler.forget(taskKeyPrefix(taskId));
   }
 
@@ -239,6 +250,8 @@ export class SyncEngine implements TaskControl {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    // Connection-bound sets stay published until the connections close: the other replicas hold them too.
+    this.opts.sets?.stop();
     for (const taskId of [...this.active.keys()]) this.deactivate(taskId);
     this.opts.heartbeats.stop();
   }
@@ -252,6 +265,7 @@ export class SyncEngine implements TaskControl {
   async taskChanged(taskId: string): Promise<void> {
     await this.restart(taskId);
     await this.takeOverCopies(taskId, false);
+    await this.opts.sets?.refresh(taskKeyPrefix(taskId));
   }
 
   async resync(taskId: string): Promise<void> {
@@ -280,6 +294,7 @@ export class SyncEngine implements TaskControl {
       await this.opts.liveSets?.remove(key, this.shardOf(key));
     }
     await this.opts.missing.clear(taskId);
+    await this.opts.sets?.refresh(taskKeyPrefix(taskId), true);
     this.reconciler.forget(taskKeyPrefix(taskId));
     this.log.info({ task: taskId, removed }, 'task removed with its copies');
   }
@@ -309,6 +324,8 @@ export class SyncEngine implements TaskControl {
       for (const task of affected) {
         await this.restart(task.id);
         await this.takeOverCopies(task.id, task.destination === clusterId);
+        // Connection-bound sets are published through the new adapter before the old one closes.
+        await this.opts.sets?.refresh(taskKeyPrefix(task.id));
       }
     });
   }
@@ -331,7 +348,8 @@ export class SyncEngine implements TaskControl {
     if (!active || !liveSets) return;
     const destination = await this.opts.adapters.get(active.task.destination).catch(() => undefined);
     const led = [...active.services].filter(([, sync]) => this.leads(sync.shard));
-    if (!destination || led.length === 0) return;
+    // Connection-bound copies are published by every replica (see SetPublisher), never beaten nor retained.
+    if (!destination || led.length === 0 || (await connectionBound(destination).catch(() => false))) return;
     const sets = await Promise.all(led.map(([key, sync]) => liveSets.get(key, sync.shard).catch(() => [])));
     for (const [i, [key, sync]] of led.entries()) {
       const instances = sets[i] ?? [];

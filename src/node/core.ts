@@ -5,6 +5,7 @@ import { AdapterPool, type AdapterFactory } from '../engine/adapter-pool.js';
 import { ControlBus } from '../engine/control-bus.js';
 import { HeartbeatScheduler } from '../engine/heartbeat-scheduler.js';
 import { LiveSets } from '../engine/live-sets.js';
+import { SetPublisher } from '../engine/set-publisher.js';
 import { combineObservers } from '../engine/observer.js';
 import { SourceAddresses } from '../engine/source-addresses.js';
 import { SyncEngine } from '../engine/sync-engine.js';
@@ -15,6 +16,7 @@ import { MissingServices, RegsyncStore } from '../store/index.js';
 import type { CmdbCache } from '../cmdb/cache.js';
 import type { Connections } from './connections.js';
 import { redisKeys } from '../util/redis-keys.js';
+import type { TaskSpec } from '../model/types.js';
 
 /** What {@link buildCore} takes from the process's settings. */
 export interface CoreSettings {
@@ -54,6 +56,8 @@ export interface NodeCore {
   heartbeats: HeartbeatScheduler;
   queues: ShardQueues;
   liveSets: LiveSets;
+  /** Publishes the live sets of connection-bound destinations in the shards this process is a replica of. */
+  sets: SetPublisher;
   bus: ControlBus;
   leadership: Leadership;
   engine: SyncEngine;
@@ -79,6 +83,7 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
   const heartbeats = new HeartbeatScheduler({ logger, observer, mayBeat: (key) => leadership.leads(shardOfKey(key)) });
   const queues = new ShardQueues({ connection: connections.queue, prefix: redisKeys.queues(prefix), changeDelayMs: settings.changeDelayMs }, shardOfKey);
   const liveSets = new LiveSets(redis, prefix);
+  const sets: SetPublisher = new SetPublisher({ liveSets, adapters, shardOf: shardOfKey, logger, activeTask: (taskId): TaskSpec | undefined => engine.activeTask(taskId) });
   // Which addresses each service sync reads matters only for CMDB changes.
   const sourceAddresses = settings.cmdb ? new SourceAddresses() : undefined;
   const engine = new SyncEngine({
@@ -91,6 +96,7 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
     leads: leadership.leads,
     readsHere: leadership.soleReplica,
     liveSets,
+    sets,
     missing: new MissingServices(redis, prefix),
     reconcile: { cmdb: settings.cmdb?.cache, observer },
     ...(sourceAddresses ? { sourceAddresses } : {}),
@@ -112,6 +118,7 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
     heartbeats,
     queues,
     liveSets,
+    sets,
     bus,
     leadership,
     engine,

@@ -29,7 +29,7 @@ export interface WorkerSettings {
  * take over at once), then the engine, then the shard workers (running reconciles finish).
  */
 export async function startWorkerRole(core: NodeCore, connections: Connections, settings: WorkerSettings, lifecycle: Lifecycle): Promise<ShardCoordinator> {
-  const { engine, bus, metrics, liveSets, leadership } = core;
+  const { engine, bus, metrics, liveSets, leadership, sets } = core;
   const log = settings.logger.child({ component: 'node', worker: bus.id });
   const workers = new Map<number, ShardWorker>();
   lifecycle.defer('shard workers', async () => {
@@ -50,11 +50,16 @@ export async function startWorkerRole(core: NodeCore, connections: Connections, 
   });
   leadership.attach(coordinator);
   metrics.knowShards(core.deployment.shards);
-  coordinator.on('replicas', (served) => serveShards(core, connections, settings, workers, served, log));
+  coordinator.on('replicas', (served) => {
+    serveShards(core, connections, settings, workers, served, log);
+    // Every replica, leader or not, publishes its shards' sets on connection-bound destinations.
+    void sets.serve(served).catch((err: unknown) => log.warn({ err }, 'cannot publish the sets of the shards served'));
+  });
   followLeadership(core, coordinator, log);
   await liveSets.listen(
     connections.subscriber,
     (shard, key) => {
+      sets.changed(shard, key);
       if (!leadership.leads(shard)) return;
       void liveSets
         .get(key, shard)

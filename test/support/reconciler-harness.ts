@@ -4,7 +4,7 @@ import type { EngineObserver, TaskEventInput } from '../../src/engine/observer.j
 import { Reconciler, type EngineStore, type ReconcilerOptions } from '../../src/engine/reconciler.js';
 import { silentLogger } from '../../src/log.js';
 import { serviceSyncKey, type ClusterSpec, type ServiceKey, type TaskOptions, type TaskSpec } from '../../src/model/index.js';
-import type { FakeAdapter } from './fake-adapter.js';
+import type { RegistryAdapter } from '../../src/model/adapter.js';
 
 /** The service every harness task copies. */
 export const SERVICE: ServiceKey = { namespace: 'public', group: 'DEFAULT_GROUP', name: 'orders' };
@@ -14,7 +14,7 @@ export function harnessTask(options: TaskOptions = {}): TaskSpec {
   return { id: 't', source: 'a', destination: 'b', service: SERVICE.name, group: SERVICE.group, namespace: SERVICE.namespace, options, state: 'running', createdAt: '2024-01-01T00:00:00.000Z' };
 }
 
-/** A cluster spec the harness's adapter pool builds a {@link FakeAdapter} for. */
+/** A cluster spec the harness's adapter pool builds a fake adapter for (see `FakeAdapter`). */
 export function harnessCluster(id: string): ClusterSpec {
   return { id, kind: 'nacos', endpoints: ['127.0.0.1:1'], labels: {}, options: {} };
 }
@@ -34,7 +34,7 @@ export interface HarnessWorker {
  */
 export function harnessWorker(
   store: EngineStore,
-  registries: ReadonlyMap<string, FakeAdapter>,
+  registries: ReadonlyMap<string, RegistryAdapter>,
   task: () => TaskSpec | undefined,
   extra: Partial<ReconcilerOptions> = {},
 ): HarnessWorker {
