@@ -403,7 +403,8 @@ export class NacosAdapter implements RegistryAdapter {
     const failures: NacosWriteFailure[] = [];
     const ephemeralWrites = plan.upsert.filter((i) => i.ephemeral).length + plan.remove.filter((i) => i.ephemeral).length;
     const publish = async () => {
-      if (plan.desired) return grpc.publish(ref, plan.desired.owner, plan.desired.instances);
+      // Ephemeral upserts mean the destination lacks copies this connection may believe it holds.
+      if (plan.desired) return grpc.publish(ref, plan.desired.owner, plan.desired.instances, plan.upsert.some((i) => i.ephemeral));
       if (ephemeralWrites === 0) return;
       const key = `${describeService(ref)}`;
       const share = new Map((this.directShares.get(key) ?? []).map((i) => [instanceId(i), i]));

@@ -101,9 +101,9 @@ export class NacosGrpcNaming {
     }
   }
 
-  /** Replaces `owner`'s share of the service's publish set (ephemeral copies only). */
-  publish(ref: ServiceRef, owner: string, instances: readonly Instance[]): Promise<void> {
-    return this.sets.set(ref, owner, instances);
+  /** Replaces `owner`'s share of the service's publish set (ephemeral copies only); `resend` sends it even if unchanged. */
+  publish(ref: ServiceRef, owner: string, instances: readonly Instance[], resend = false): Promise<void> {
+    return this.sets.set(ref, owner, instances, resend);
   }
 
   /** Whether persistent instances can go over gRPC (else the adapter writes them over HTTP). */

@@ -97,3 +97,14 @@ describe('PublishSets', () => {
     expect(sent.map(ips)).toEqual([['10.0.0.1'], ['10.0.0.1']]);
   });
 });
+
+describe('PublishSets resend', () => {
+  it('sends an unchanged set again when asked to (copies missing at the server)', async () => {
+    const { sets, sent } = recorder();
+    await sets.set(ref, 'o', [inst('10.0.0.1')]);
+    await sets.set(ref, 'o', [inst('10.0.0.1')]);
+    expect(sent).toHaveLength(1);
+    await sets.set(ref, 'o', [inst('10.0.0.1')], true);
+    expect(sent).toHaveLength(2);
+  });
+});

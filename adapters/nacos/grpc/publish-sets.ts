@@ -33,8 +33,12 @@ export class PublishSets {
 
   constructor(private readonly opts: PublishSetsOptions) {}
 
-  /** Replaces `owner`'s share of the service; resolves once the connection holds the merged set. */
-  set(ref: ServiceRef, owner: string, instances: readonly Instance[]): Promise<void> {
+  /**
+   * Replaces `owner`'s share of the service; resolves once the connection holds the merged set.
+   * `resend` sends it even when the connection should hold it already: a reader found copies of it
+   * missing (removed at the server, say, by an operator), and only a new write brings them back.
+   */
+  set(ref: ServiceRef, owner: string, instances: readonly Instance[], resend = false): Promise<void> {
     const key = watchKey(ref);
     let entry = this.entries.get(key);
     const ephemeral = instances.filter((i) => i.ephemeral);
@@ -45,6 +49,7 @@ export class PublishSets {
     }
     if (ephemeral.length === 0) entry.owners.delete(owner);
     else entry.owners.set(owner, ephemeral);
+    if (resend) entry.sent = undefined;
     return this.flush(entry);
   }
 
