@@ -6,6 +6,7 @@ import type {
   Instance,
   RegistryAdapter,
   ServiceKey,
+  TransportStats,
   Unsubscribe,
   WatchEvent,
   WatchOptions,
@@ -296,6 +297,13 @@ export class NacosAdapter implements RegistryAdapter {
     if (answer.intervalMs !== undefined) this.beatIntervalMs = answer.intervalMs;
     if (answer.lightBeatEnabled !== undefined) this.lightBeatEnabled = answer.lightBeatEnabled;
     return answer.result;
+  }
+
+  /** The gRPC connection's counters; undefined over HTTP (UDP pushes are in {@link stats}). */
+  transportStats(): TransportStats | undefined {
+    const grpc = this.mode?.grpc?.stats();
+    if (!grpc) return undefined;
+    return { connections: grpc.state === 'ready' ? 1 : 0, reconnects: grpc.reconnects, pushesReceived: grpc.pushesReceived, publishSets: grpc.publishSets };
   }
 
   /** For metrics and diagnostics. */

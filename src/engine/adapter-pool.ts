@@ -25,6 +25,7 @@ export class ClusterUnavailableError extends Error {
 export class AdapterPool {
   private readonly adapters = new Map<string, Promise<RegistryAdapter>>();
   private readonly specs = new Map<string, ClusterSpec>();
+  private readonly ready = new Map<string, RegistryAdapter>();
   /** Counts {@link invalidate} calls per cluster id: a build is stale only if its own cluster changed meanwhile. */
   private readonly invalidations = new Map<string, number>();
 
@@ -41,11 +42,22 @@ export class AdapterPool {
       adapter = this.create(clusterId, this.invalidations.get(clusterId) ?? 0);
       this.adapters.set(clusterId, adapter);
       // A failed creation is not cached: the next use tries again.
-      adapter.catch(() => {
-        if (this.adapters.get(clusterId) === adapter) this.adapters.delete(clusterId);
-      });
+      const building = adapter;
+      building.then(
+        (built) => {
+          if (this.adapters.get(clusterId) === building) this.ready.set(clusterId, built);
+        },
+        () => {
+          if (this.adapters.get(clusterId) === building) this.adapters.delete(clusterId);
+        },
+      );
     }
     return adapter;
+  }
+
+  /** The adapters built so far and not invalidated, by cluster id (metrics read them at scrape time). */
+  built(): Map<string, RegistryAdapter> {
+    return new Map(this.ready);
   }
 
   /** The spec the cluster's current adapter was built from; undefined before the first `get` resolved. */
@@ -62,6 +74,7 @@ export class AdapterPool {
   async invalidate(clusterId: string, handOver?: () => Promise<void>): Promise<void> {
     const adapter = this.adapters.get(clusterId);
     this.adapters.delete(clusterId);
+    this.ready.delete(clusterId);
     this.specs.delete(clusterId);
     this.invalidations.set(clusterId, (this.invalidations.get(clusterId) ?? 0) + 1);
     try {

@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { BeatResultKind, EngineObserver, ReconcileObservation } from '../engine/observer.js';
+import type { TransportStats } from '../model/adapter.js';
 
 /**
  * What the deployment-wide gauges read from Redis at scrape time. Processes with the `api` role
@@ -52,6 +53,9 @@ const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300
  *   the adapter's error code (Nacos: `nacos-unreachable|nacos-timeout|nacos-http-error|nacos-api-error|nacos-bad-response`).
  * - `regsync_shard_leader{shard}`: 1 while this process leads the shard, else 0 (workers only;
  *   `sum by (shard)` is 1 in a healthy deployment).
+ * - `regsync_registry_connections`, `..._reconnects_total`, `..._pushes_received_total`,
+ *   `..._publish_sets` `{cluster}`: this process's connection to each registry that keeps one
+ *   (see {@link RegsyncMetrics.watchConnections}).
  *
  * Deployment-wide gauges, read from Redis at scrape time by processes with the `api` role (the same
  * on every one of them: aggregate with `max by (...)`, never `sum`):
@@ -76,6 +80,7 @@ export class RegsyncMetrics implements EngineObserver {
   private readonly instancesRefreshMs: number;
   private readonly log: Logger | undefined;
   private deployment: DeploymentReadings | undefined;
+  private connectionsWatched = false;
   private instancesCache: { at: number; value: Promise<ReadonlyMap<string, number> | undefined> } | undefined;
 
   constructor(options: RegsyncMetricsOptions = {}) {
@@ -148,6 +153,36 @@ export class RegsyncMetrics implements EngineObserver {
   /** A request of this process to cluster `clusterId` failed with `kind` (an adapter's error code). */
   adapterRequestError(clusterId: string, kind: string): void {
     this.adapterErrors.inc({ cluster: clusterId, kind });
+  }
+
+  /**
+   * Adds the registry-connection series, read at every scrape from the adapters this process holds
+   * (once; later calls are ignored), for kinds that keep a connection (Nacos gRPC):
+   * `regsync_registry_connections{cluster}`, `regsync_registry_reconnects_total{cluster}`,
+   * `regsync_registry_pushes_received_total{cluster}`, `regsync_registry_publish_sets{cluster}`.
+   */
+  watchConnections(read: () => ReadonlyMap<string, { transportStats?(): TransportStats | undefined }>): void {
+    if (this.connectionsWatched) return;
+    this.connectionsWatched = true;
+    const registers = [this.registry];
+    const series = (name: string, help: string, field: keyof TransportStats) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['cluster'],
+        registers,
+        collect() {
+          this.reset();
+          for (const [cluster, adapter] of read()) {
+            const stats = adapter.transportStats?.();
+            if (stats) this.set({ cluster }, stats[field]);
+          }
+        },
+      });
+    series('regsync_registry_connections', 'Connections this process holds open to each registry (Nacos gRPC).', 'connections');
+    series('regsync_registry_reconnects_total', 'Times this process connected to each registry again after losing its connection.', 'reconnects');
+    series('regsync_registry_pushes_received_total', 'Pushes (changed services) each registry sent this process over its connection.', 'pushesReceived');
+    series('regsync_registry_publish_sets', 'Services whose copies this process publishes over its connection to each registry.', 'publishSets');
   }
 
   /** Shows every shard of the deployment as not led, so that each series exists from the start. */

@@ -94,9 +94,23 @@ export interface RegistryAdapter {
    * ephemeral nodes live with the session (ZooKeeper) or that have none (Kubernetes).
    */
   heartbeat?(service: ServiceKey, instance: Instance): Promise<BeatResult>;
+  /** What this process's connection to the registry does, where the kind keeps one (Nacos gRPC); for metrics. */
+  transportStats?(): TransportStats | undefined;
   /** How often `heartbeat` must be called per instance. */
   readonly heartbeatIntervalMs?: number;
   close(): Promise<void>;
+}
+
+/** A registry connection's counters (see {@link RegistryAdapter.transportStats}). */
+export interface TransportStats {
+  /** Connections open now. */
+  connections: number;
+  /** Connections made again after one was lost, since the adapter was built. */
+  reconnects: number;
+  /** Pushes received (changes the registry sent unasked). */
+  pushesReceived: number;
+  /** Services whose copies this connection publishes. */
+  publishSets: number;
 }
 
 /** What the engine tells a watch about the reads that follow it. */

@@ -78,6 +78,7 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
   const events = new TaskEventLog({ redis, prefix, logger, connect: () => connections.connect({ maxRetriesPerRequest: null }) });
   const observer = combineObservers(metrics, events.observer);
   const adapters = new AdapterPool((id) => store.getCluster(id), { ...kindFactories(metrics), ...settings.adapters }, logger);
+  metrics.watchConnections(() => adapters.built());
   const leadership = new Leadership();
   // Checked at every beat: a leader past its lease's local deadline sends none, even before it hears so.
   const heartbeats = new HeartbeatScheduler({ logger, observer, mayBeat: (key) => leadership.leads(shardOfKey(key)) });
