@@ -130,9 +130,12 @@ export async function startGrpcServer(ctx: GrpcServerContext, host: string, port
   function serveStream(call: grpc.ServerDuplexStream<Payload, Payload>): void {
     const peer = call.getPeer();
     let connection: GrpcConnection | undefined;
-    const end = (reason: 'stream-ended' | 'stream-error') => {
+    /** Unregisters this stream's connection, which also ends the stream; true when there was one. */
+    const end = (reason: 'stream-ended' | 'stream-error'): boolean => {
+      const had = connection !== undefined;
       if (connection) table.unregister(connection, reason);
       connection = undefined;
+      return had;
     };
     call.on('data', (payload: Payload) => {
       let message: ReadPayload;
@@ -143,6 +146,10 @@ export async function startGrpcServer(ctx: GrpcServerContext, host: string, port
         return;
       }
       if (message.type === REQUEST.connectionSetup) {
+        if (connection) {
+          log.debug({ peer, connectionId: connection.id }, 'repeated ConnectionSetupRequest on one stream dropped');
+          return;
+        }
         connection = table.register(peer, call, {
           clientIp: payload.metadata?.clientIp ?? '',
           labels: stringRecord(message.body.labels),
@@ -158,8 +165,7 @@ export async function startGrpcServer(ctx: GrpcServerContext, host: string, port
       log.debug({ peer, type: message.type }, 'message on the bi-stream dropped');
     });
     call.on('end', () => {
-      end('stream-ended');
-      call.end();
+      if (!end('stream-ended')) call.end();
     });
     call.on('error', (err) => {
       log.debug({ peer, err }, 'bi-stream error');
