@@ -72,6 +72,16 @@ describe('embedded registry gRPC: subscribe and push', () => {
     await waitUntil(() => ipsOf(lastPush(subscriber, 'orders')).includes('10.1.0.9'), { message: 'push after an HTTP register' });
     const push = subscriber.received.filter((m) => m.type === 'NotifySubscriberRequest').at(-1);
     expect(push?.body.requestId).toMatch(/^\d+$/);
+    // The JSON field names of the reference's push example (nacos-grpc.md section 7), allIPs and allIps both.
+    expect(Object.keys(push?.body ?? {}).sort()).toEqual(['headers', 'module', 'requestId', 'serviceInfo']);
+    const info = push?.body.serviceInfo as Record<string, unknown>;
+    expect(Object.keys(info).sort()).toEqual(
+      ['allIPs', 'allIps', 'cacheMillis', 'checksum', 'clusters', 'groupName', 'hosts', 'lastRefTime', 'name', 'reachProtectionThreshold', 'valid'],
+    );
+    expect(Object.keys((info.hosts as Array<Record<string, unknown>>)[0] ?? {}).sort()).toEqual([
+      'clusterName', 'enabled', 'ephemeral', 'healthy', 'instanceHeartBeatInterval', 'instanceHeartBeatTimeOut', 'instanceId',
+      'instanceIdGenerator', 'ip', 'ipDeleteTimeout', 'metadata', 'port', 'serviceName', 'weight',
+    ]);
     await waitUntil(() => (registry.grpc?.stats().pushesAcked ?? 0) >= 3, { message: 'pushes acked' });
   });
 

@@ -16,7 +16,8 @@ describe('embedded registry gRPC: connections', () => {
   };
 
   beforeAll(async () => {
-    registry = await startRegistry({ port: 0, grpc: { staleAfterMs: 300, detectionTimeoutMs: 200, detectionIntervalMs: 50 } });
+    // Stale detection soon after 300 ms idle; a generous answer time keeps answering clients safe on a busy machine.
+    registry = await startRegistry({ port: 0, grpc: { staleAfterMs: 300, detectionTimeoutMs: 1_500, detectionIntervalMs: 50 } });
     address = registry.grpcEndpoint as string;
   });
   afterAll(async () => {
