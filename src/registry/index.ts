@@ -32,3 +32,4 @@ export {
   type GrpcServerStats,
   type RunningGrpcServer,
 } from './grpc/grpc-server.js';
+export { GrpcConnection, type ConnectionSetup } from './grpc/connection.js';
