@@ -10,6 +10,9 @@ import { runUp, stopOnSignal, type UpHandle } from './up-command.js';
 export interface DemoOptions {
   shanghaiPort: number;
   beijingPort: number;
+  /** Undefined: the HTTP port + 1000; false: no gRPC. */
+  shanghaiGrpcPort?: number | false | undefined;
+  beijingGrpcPort?: number | false | undefined;
   listen: string;
   dataDir: string;
   redis?: string | undefined;
@@ -47,8 +50,8 @@ export async function runDemo(opts: DemoOptions): Promise<void> {
   const cmdbFile = fileURLToPath(new URL('../../../tasks/demo-cmdb.yaml', import.meta.url));
   const cmdb: RunningCmdb = await startCmdb({ provider: 'file', file: cmdbFile }, logger);
   const registries: Record<string, RunningRegistry> = {
-    shanghai: await startRegistry({ port: opts.shanghaiPort, logger, cmdb: cmdb.cache }),
-    beijing: await startRegistry({ port: opts.beijingPort, logger, cmdb: cmdb.cache }),
+    shanghai: await startRegistry({ port: opts.shanghaiPort, grpcPort: opts.shanghaiGrpcPort, logger, cmdb: cmdb.cache }),
+    beijing: await startRegistry({ port: opts.beijingPort, grpcPort: opts.beijingGrpcPort, logger, cmdb: cmdb.cache }),
   };
   const running: { up?: UpHandle } = {};
   const sdks: SdkClient[] = [];

@@ -19,7 +19,7 @@ import {
 } from './up-command.js';
 import { addCmdbOptions, startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { parsePort, parsePositiveInt } from './options.js';
-import { addRegistryOptions, closeOnSignal, registryOptionsFrom, type RegistryCliOptions } from './registry-command.js';
+import { addRegistryOptions, closeOnSignal, parseGrpcPort, registryOptionsFrom, type RegistryCliOptions } from './registry-command.js';
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -58,7 +58,7 @@ export function buildProgram(): Command {
 
   addCmdbOptions(
     addRegistryOptions(
-      program.command('registry').description('run the embedded Nacos-compatible registry (v1 and v3 naming API, UDP push, label selectors)'),
+      program.command('registry').description('run the embedded Nacos-compatible registry (v1 and v3 naming API, SDK gRPC, UDP push, label selectors)'),
       8848,
     ),
   ).action(async (opts: RegistryCliOptions & CmdbCliOptions) => {
@@ -71,7 +71,8 @@ export function buildProgram(): Command {
       await cmdb?.close();
       throw err;
     }
-    process.stdout.write(`regsync registry listening on ${registry.url}${cmdb ? ` (CMDB: ${cmdb.describe})` : ''}\n`);
+    const grpc = registry.grpcEndpoint ? ` and gRPC ${registry.grpcEndpoint}` : '';
+    process.stdout.write(`regsync registry listening on ${registry.url}${grpc}${cmdb ? ` (CMDB: ${cmdb.describe})` : ''}\n`);
     closeOnSignal(registry, logger, async () => {
       await cmdb?.close();
     });
@@ -139,6 +140,8 @@ export function buildProgram(): Command {
     .description('two embedded registries (shanghai, beijing) synced both ways by a local regsync')
     .option('--shanghai-port <port>', 'HTTP port of the shanghai registry', parsePort, 8848)
     .option('--beijing-port <port>', 'HTTP port of the beijing registry', parsePort, 8849)
+    .option('--shanghai-grpc-port <port>', 'gRPC port of the shanghai registry (default: its HTTP port + 1000; off: none)', parseGrpcPort)
+    .option('--beijing-grpc-port <port>', 'gRPC port of the beijing registry (default: its HTTP port + 1000; off: none)', parseGrpcPort)
     .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
     .option('--data-dir <dir>', 'data of the local redis-server', '.regsync')
     .option('--redis <url>', 'use this Redis instead of a local redis-server')

@@ -9,6 +9,8 @@ import { collect, parseDuration, parsePort } from './options.js';
 export interface RegistryCliOptions {
   host: string;
   port: number;
+  /** Undefined: HTTP port + 1000; false: no gRPC. */
+  grpcPort?: number | false;
   unhealthyAfter?: number;
   expireAfter?: number;
   beatInterval?: number;
@@ -20,11 +22,17 @@ export function addRegistryOptions(cmd: Command, defaultPort: number): Command {
   return cmd
     .option('--host <address>', 'address to bind (HTTP and UDP push)', '127.0.0.1')
     .option('--port <port>', 'HTTP port; 0 picks a free one', parsePort, defaultPort)
+    .option('--grpc-port <port>', 'Nacos SDK gRPC port (default: HTTP port + 1000; 0 picks a free one; off: no gRPC)', parseGrpcPort)
     .option('--unhealthy-after <duration>', 'mark an ephemeral instance unhealthy after this long without a beat (default 15s)', parseDuration)
     .option('--expire-after <duration>', 'remove an ephemeral instance after this long without a beat (default 30s)', parseDuration)
     .option('--beat-interval <duration>', 'beat interval told to clients (default 5s)', parseDuration)
     .option('--user <name:password>', 'require login; repeatable (also REGSYNC_REGISTRY_USERS=name:pw,name2:pw2)', collect, [])
     .option('--namespace <id[:name]>', 'create a namespace at start; repeatable', collect, []);
+}
+
+/** `--grpc-port`: a port, or `off`. */
+export function parseGrpcPort(value: string): number | false {
+  return value === 'off' ? false : parsePort(value);
 }
 
 /** Turns command-line options into {@link RegistryOptions}, refusing contradictions up front. */
@@ -43,6 +51,7 @@ export function registryOptionsFrom(opts: RegistryCliOptions, logger: Logger): R
   return {
     host: opts.host,
     port: opts.port,
+    ...(opts.grpcPort !== undefined ? { grpcPort: opts.grpcPort } : {}),
     expiry: { unhealthyAfterMs, expireAfterMs, sweepIntervalMs: Math.min(1_000, Math.ceil(unhealthyAfterMs / 4)) },
     ...(opts.beatInterval !== undefined ? { beatIntervalMs: opts.beatInterval } : {}),
     users: parseUsers(userPairs),

@@ -9,6 +9,7 @@ export {
   type ExpiryOptions,
   type StoredInstance,
   type StoredService,
+  type PublishedInput,
   type NamespaceInfo,
   type ServiceSettings,
 } from './naming-store.js';
@@ -24,3 +25,11 @@ export {
 } from './label-selector.js';
 export { UdpPusher, type PushStats, type Subscriber } from './udp-push.js';
 export { RegistryAuth, parseUsers } from './auth.js';
+export {
+  startGrpcServer,
+  type GrpcServerOptions,
+  type GrpcServerContext,
+  type GrpcServerStats,
+  type RunningGrpcServer,
+} from './grpc/grpc-server.js';
+export { GrpcConnection, type ConnectionSetup } from './grpc/connection.js';

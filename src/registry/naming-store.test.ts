@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { NONE_SELECTOR, parseSelector } from './label-selector.js';
-import { NamingError, NamingStore, type InstanceInput, type ServiceChange } from './naming-store.js';
+import { NamingError, NamingStore, type InstanceInput, type PublishedInput, type ServiceChange } from './naming-store.js';
 
 const instance = (ip: string, extra: Partial<InstanceInput> = {}): InstanceInput => ({
   ip,
@@ -13,6 +13,15 @@ const instance = (ip: string, extra: Partial<InstanceInput> = {}): InstanceInput
   metadata: {},
   ...extra,
 });
+
+const published = (ip: string, extra: Partial<PublishedInput> = {}): PublishedInput => ({
+  ...instance(ip),
+  instanceId: `${ip}#80#DEFAULT#G@@s`,
+  ...extra,
+});
+
+const ips = (store: NamingStore, name = 's') =>
+  [...(store.getService('public', 'G', name)?.instances.values() ?? [])].map((i) => i.ip).sort();
 
 function storeWithClock() {
   let now = 1_000_000;
@@ -137,5 +146,54 @@ describe('NamingStore', () => {
 
   it('refuses expiry settings where removal comes before unhealthy', () => {
     expect(() => new NamingStore({ unhealthyAfterMs: 10, expireAfterMs: 5 })).toThrow(RangeError);
+  });
+
+  describe('publish sets', () => {
+    it('holds one set per publisher per service; equal instances show once until the last publisher withdraws', () => {
+      const { store, changes } = storeWithClock();
+      store.publish('c1', 'public', 'G', 's', [published('10.0.0.1', { metadata: { a: '1', b: '2' } }), published('10.0.0.2')]);
+      store.publish('c2', 'public', 'G', 's', [published('10.0.0.1', { metadata: { b: '2', a: '1' } })]);
+      expect(ips(store)).toEqual(['10.0.0.1', '10.0.0.2']);
+      expect(store.publishSetCount()).toBe(2);
+      const seen = changes.length;
+      store.unpublish('c1', 'public', 'G', 's');
+      expect(ips(store)).toEqual(['10.0.0.1']);
+      expect(changes).toHaveLength(seen + 1);
+      store.unpublishAll('c2');
+      expect(ips(store)).toEqual([]);
+      expect(store.publishSetCount()).toBe(0);
+    });
+
+    it('shows instances that differ in any field side by side, and a repeat publish changes nothing', () => {
+      const { store, changes } = storeWithClock();
+      store.publish('c1', 'public', 'G', 's', [published('10.0.0.1')]);
+      store.publish('c2', 'public', 'G', 's', [published('10.0.0.1', { weight: 2 })]);
+      store.register('public', 'G', 's', instance('10.0.0.1'));
+      expect(ips(store)).toEqual(['10.0.0.1', '10.0.0.1', '10.0.0.1']);
+      const seen = changes.length;
+      store.publish('c1', 'public', 'G', 's', [published('10.0.0.1')]);
+      expect(changes).toHaveLength(seen);
+    });
+
+    it('never expires published instances, and refuses them in a persistent service', () => {
+      const { store, advance } = storeWithClock();
+      store.publish('c1', 'public', 'G', 's', [published('10.0.0.1')]);
+      advance(60_000);
+      store.sweep();
+      expect(ips(store)).toEqual(['10.0.0.1']);
+      store.register('public', 'G', 'p', instance('10.0.0.2', { ephemeral: false }));
+      expect(() => store.publish('c1', 'public', 'G', 'p', [published('10.0.0.3')])).toThrow(NamingError);
+      expect(() => store.register('public', 'G', 's', instance('10.0.0.4', { ephemeral: false }))).toThrow(NamingError);
+    });
+
+    it('keeps an empty set as an entry: the service is listed until the empty-service cleanup', () => {
+      const { store, advance } = storeWithClock();
+      store.publish('c1', 'public', 'G', 'empty', []);
+      expect(store.listServices('public').map((s) => s.name)).toEqual(['empty']);
+      expect(store.publishSetCount()).toBe(1);
+      advance(60_000);
+      store.sweep();
+      expect(store.listServices('public')).toEqual([]);
+    });
   });
 });

@@ -21,10 +21,20 @@ export interface StoredInstance {
   lastBeat: number;
   /** Beats received since registration (register itself not counted). */
   beats: number;
+  /** The id a gRPC publisher gave (or Nacos would generate); HTTP instances derive theirs from ip, port and cluster. */
+  instanceId?: string;
+  /**
+   * Set on instances gRPC connections publish: how many publish it. It lives while one does and is
+   * never expired by the beat sweep.
+   */
+  publishers?: number;
 }
 
 /** What a register or update request carries, validated. */
-export type InstanceInput = Omit<StoredInstance, 'lastBeat' | 'beats'>;
+export type InstanceInput = Omit<StoredInstance, 'lastBeat' | 'beats' | 'instanceId' | 'publishers'>;
+
+/** One instance of a gRPC publish set, normalised as Nacos stores it (see src/registry/grpc). */
+export type PublishedInput = InstanceInput & { instanceId: string };
 
 /**
  * What the service API (`POST|PUT /nacos/v1/ns/service`) sets on a service. Services that only came
@@ -104,6 +114,27 @@ export function instanceKey(ip: string, port: number, clusterName: string): stri
 }
 
 /**
+ * The key of a published instance in a service's instance map: every field a reader sees, metadata in
+ * sorted key order, so instances that are equal field for field share one entry (Nacos keys its
+ * instance set on `Instance.toString()`; sorting makes the key order of a client's map irrelevant).
+ * It ends in `]`, which a cluster name cannot, so it never collides with an {@link instanceKey}.
+ */
+export function publishedKey(serviceName: string, i: PublishedInput): string {
+  return JSON.stringify([i.instanceId, i.ip, i.port, i.weight, i.healthy, i.enabled, i.ephemeral, i.clusterName, serviceName, sortedRecord(i.metadata)]);
+}
+
+/** The record itself when its keys are in order (what regsync sends), else a copy with sorted keys. */
+function sortedRecord(record: Record<string, string>): Record<string, string> {
+  const keys = Object.keys(record);
+  let sorted = true;
+  for (let k = 1; k < keys.length && sorted; k++) sorted = (keys[k - 1] as string) < (keys[k] as string);
+  if (sorted) return record;
+  const copy: Record<string, string> = {};
+  for (const key of keys.sort()) copy[key] = record[key] as string;
+  return copy;
+}
+
+/**
  * The embedded registry's state: namespaces, services and instances, with ephemeral expiry.
  * Emits `change` ({@link ServiceChange}) after every mutation that a reader could see, which is what
  * UDP push listens to. No active health checks: instance addresses are never contacted.
@@ -112,6 +143,8 @@ export class NamingStore extends EventEmitter<{ change: [ServiceChange] }> {
   private readonly namespaces = new Map<string, Map<string, StoredService>>();
   private readonly namespaceInfo = new Map<string, NamespaceInfo>();
   private sweepTimer: NodeJS.Timeout | undefined;
+  /** Per publisher (a gRPC connection id): per service (`namespace\ngroup@@name`), the published keys. */
+  private readonly publishSets = new Map<string, Map<string, ReadonlySet<string>>>();
   readonly expiry: ExpiryOptions;
 
   constructor(
@@ -271,6 +304,110 @@ export class NamingStore extends EventEmitter<{ change: [ServiceChange] }> {
     return true;
   }
 
+  /**
+   * Replaces the set `owner` publishes for a service (Nacos gRPC `registerInstance` and
+   * `batchRegisterInstance`: one set per service per connection; an empty list leaves an empty set).
+   * An instance equal field for field to one another owner publishes is shown once and stays until its
+   * last publisher withdraws; instances that differ in any field are shown side by side. Published
+   * instances are ephemeral: a service of persistent instances refuses them.
+   */
+  publish(owner: string, namespaceId: string, groupName: string, name: string, instances: readonly PublishedInput[]): void {
+    const existing = this.getService(namespaceId, groupName, name);
+    if (existing?.kind === 'persistent' && existing.instances.size > 0) {
+      throw new NamingError(
+        'invalid',
+        `Current service ${groupedName(groupName, name)} is persistent service, can't register ephemeral instance.`,
+      );
+    }
+    const service = existing ?? this.addService(namespaceId, groupName, name);
+    service.kind = 'ephemeral';
+    const serviceName = groupedName(groupName, name);
+    const next = new Map<string, PublishedInput>();
+    for (const i of instances) {
+      const input = i.ephemeral ? i : { ...i, ephemeral: true };
+      next.set(publishedKey(serviceName, input), input);
+    }
+    let sets = this.publishSets.get(owner);
+    if (!sets) {
+      sets = new Map();
+      this.publishSets.set(owner, sets);
+    }
+    const sKey = serviceKeyOf(namespaceId, serviceName);
+    const previous = sets.get(sKey);
+    sets.set(sKey, new Set(next.keys()));
+    let changed = false;
+    if (previous) for (const key of previous) if (!next.has(key) && this.release(service, key)) changed = true;
+    for (const [key, input] of next) if (!previous?.has(key) && this.hold(service, key, input)) changed = true;
+    if (changed || !existing) this.touch(service);
+  }
+
+  /** Removes the set `owner` publishes for a service (Nacos gRPC `deregisterInstance`: the whole entry, whatever was sent). */
+  unpublish(owner: string, namespaceId: string, groupName: string, name: string): void {
+    const sets = this.publishSets.get(owner);
+    const sKey = serviceKeyOf(namespaceId, groupedName(groupName, name));
+    const previous = sets?.get(sKey);
+    if (!sets || !previous) return;
+    sets.delete(sKey);
+    if (sets.size === 0) this.publishSets.delete(owner);
+    const service = this.getService(namespaceId, groupName, name);
+    if (!service) return;
+    let changed = false;
+    for (const key of previous) if (this.release(service, key)) changed = true;
+    if (changed) this.touch(service);
+  }
+
+  /** Removes everything `owner` publishes: its connection is gone. */
+  unpublishAll(owner: string): void {
+    const sets = this.publishSets.get(owner);
+    if (!sets) return;
+    for (const sKey of [...sets.keys()]) {
+      const [namespaceId, grouped] = splitServiceKey(sKey);
+      const at = grouped.indexOf(GROUP_SEPARATOR);
+      this.unpublish(owner, namespaceId, grouped.slice(0, at), grouped.slice(at + GROUP_SEPARATOR.length));
+    }
+  }
+
+  /** Publish sets held, over all publishers (an empty set counts: it is an entry a publisher holds). */
+  publishSetCount(): number {
+    let n = 0;
+    for (const sets of this.publishSets.values()) n += sets.size;
+    return n;
+  }
+
+  private hold(service: StoredService, key: string, input: PublishedInput): boolean {
+    const held = service.instances.get(key);
+    if (held?.publishers !== undefined) {
+      held.publishers += 1;
+      return false;
+    }
+    // Field by field: an object spread here costs ten times as much, which shows on batches of thousands.
+    service.instances.set(key, {
+      instanceId: input.instanceId,
+      ip: input.ip,
+      port: input.port,
+      weight: input.weight,
+      healthy: input.healthy,
+      enabled: input.enabled,
+      ephemeral: input.ephemeral,
+      clusterName: input.clusterName,
+      metadata: Object.assign({}, input.metadata),
+      lastBeat: this.now(),
+      beats: 0,
+      publishers: 1,
+    });
+    return true;
+  }
+
+  private release(service: StoredService, key: string): boolean {
+    const held = service.instances.get(key);
+    if (held?.publishers === undefined) return false;
+    if (held.publishers > 1) {
+      held.publishers -= 1;
+      return false;
+    }
+    return service.instances.delete(key);
+  }
+
   /** One expiry pass: marks silent ephemeral instances unhealthy, then removes them; drops old empty services. */
   sweep(): void {
     const now = this.now();
@@ -278,7 +415,7 @@ export class NamingStore extends EventEmitter<{ change: [ServiceChange] }> {
       for (const [key, service] of services) {
         let changed = false;
         for (const [instanceId, instance] of service.instances) {
-          if (!instance.ephemeral) continue;
+          if (!instance.ephemeral || instance.publishers !== undefined) continue;
           const silentFor = now - instance.lastBeat;
           if (silentFor >= this.expiry.expireAfterMs) {
             service.instances.delete(instanceId);
@@ -324,6 +461,15 @@ export class NamingStore extends EventEmitter<{ change: [ServiceChange] }> {
     service.emptySince = service.instances.size === 0 ? this.now() : undefined;
     this.emit('change', { namespaceId: service.namespaceId, groupedName: groupedName(service.groupName, service.name) });
   }
+}
+
+function serviceKeyOf(namespaceId: string, grouped: string): string {
+  return `${namespaceId}\n${grouped}`;
+}
+
+function splitServiceKey(key: string): [string, string] {
+  const at = key.indexOf('\n');
+  return [key.slice(0, at), key.slice(at + 1)];
 }
 
 function applySettings(service: StoredService, settings: ServiceSettings): void {

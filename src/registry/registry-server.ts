@@ -8,6 +8,7 @@ import type { RegistryContext } from './http/context.js';
 import { registerV1Routes } from './http/v1-routes.js';
 import { registerV2Routes } from './http/v2-routes.js';
 import { registerV3Routes } from './http/v3-routes.js';
+import { startGrpcServer, type GrpcServerOptions, type RunningGrpcServer } from './grpc/grpc-server.js';
 import { NamingStore, type ExpiryOptions, type NamespaceInfo } from './naming-store.js';
 import { UdpPusher, type PushOptions } from './udp-push.js';
 
@@ -17,6 +18,13 @@ export interface RegistryOptions {
   host?: string;
   /** HTTP port; 0 picks a free one. Default 8848. */
   port?: number;
+  /**
+   * Port of the Nacos SDK gRPC protocol (plaintext HTTP/2, same host). Default: the HTTP port + 1000,
+   * as Nacos has it (8848 -> 9848); a free port when the HTTP port is 0. `false` serves no gRPC.
+   */
+  grpcPort?: number | false;
+  /** gRPC timings: stale detection and push merge window, ack timeout and retries (Nacos defaults). */
+  grpc?: GrpcServerOptions;
   /** Ephemeral expiry (defaults: unhealthy after 15 s, removed after 30 s). */
   expiry?: Partial<ExpiryOptions>;
   /** The `clientBeatInterval` told to beating clients. Default 5000 ms. */
@@ -48,6 +56,12 @@ export interface RunningRegistry {
   endpoint: string;
   /** `http://host:port`. */
   url: string;
+  /** The gRPC port, undefined when gRPC is off. */
+  grpcPort: number | undefined;
+  /** `host:grpcPort`, undefined when gRPC is off. */
+  grpcEndpoint: string | undefined;
+  /** The gRPC server (stats, connections), undefined when gRPC is off. */
+  grpc: RunningGrpcServer | undefined;
   store: NamingStore;
   pusher: UdpPusher;
   app: FastifyInstance;
@@ -73,8 +87,8 @@ export async function buildRegistryApp(ctx: RegistryContext, bodyLimitBytes: num
 
 /**
  * Starts an embedded Nacos-compatible registry: v1, v2 (instance list) and v3 naming APIs on one HTTP
- * port, UDP push from the same host, ephemeral expiry, service selectors. It never connects to
- * instance addresses.
+ * port, UDP push from the same host, the Nacos SDK gRPC protocol on a second port (HTTP + 1000 by
+ * default), ephemeral expiry, service selectors. It never connects to instance addresses.
  */
 export async function startRegistry(options: RegistryOptions = {}): Promise<RunningRegistry> {
   const host = options.host ?? '127.0.0.1';
@@ -98,23 +112,51 @@ export async function startRegistry(options: RegistryOptions = {}): Promise<Runn
     await pusher.close();
     throw err;
   }
-  store.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : (options.port ?? 8848);
-  const endpoint = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-  log.info({ endpoint, auth: auth.enabled }, 'embedded registry listening');
+  let grpc: RunningGrpcServer | undefined;
+  try {
+    const grpcPort = grpcPortFor(options.grpcPort, options.port ?? 8848);
+    if (grpcPort !== undefined) {
+      grpc = await startGrpcServer({ store, auth, timings, cmdb: options.cmdb, logger: options.logger ?? silentLogger() }, host, grpcPort, options.grpc);
+    }
+  } catch (err) {
+    await app.close();
+    await pusher.close();
+    throw err;
+  }
+  store.start();
+  const endpoint = hostPort(host, port);
+  log.info({ endpoint, grpcPort: grpc?.port, auth: auth.enabled }, 'embedded registry listening');
   return {
     host,
     port,
     endpoint,
     url: `http://${endpoint}`,
+    grpcPort: grpc?.port,
+    grpcEndpoint: grpc ? hostPort(host, grpc.port) : undefined,
+    grpc,
     store,
     pusher,
     app,
     async close() {
       store.stop();
+      await grpc?.close();
       await app.close();
       await pusher.close();
     },
   };
+}
+
+function hostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** The gRPC port to bind: the option, else HTTP + 1000 (0 stays 0: a free port); undefined = no gRPC. */
+function grpcPortFor(option: number | false | undefined, httpPort: number): number | undefined {
+  if (option === false) return undefined;
+  if (option !== undefined) return option;
+  if (httpPort === 0) return 0;
+  if (httpPort + 1000 > 65535) throw new RangeError(`no default gRPC port for HTTP port ${httpPort}: set grpcPort`);
+  return httpPort + 1000;
 }

@@ -63,7 +63,7 @@ export interface Consumer {
 export function hostView(service: StoredService, instance: StoredInstance, timings: HostTimings): HostView {
   const grouped = groupedName(service.groupName, service.name);
   return {
-    instanceId: `${instanceKey(instance.ip, instance.port, instance.clusterName)}#${grouped}`,
+    instanceId: instance.instanceId ?? `${instanceKey(instance.ip, instance.port, instance.clusterName)}#${grouped}`,
     ip: instance.ip,
     port: instance.port,
     weight: instance.weight,

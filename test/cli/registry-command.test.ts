@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestGrpcClient, wireHost } from '../support/grpc-client.js';
 import { createSdkClient, type SdkNamingClient } from '../support/nacos-sdk.js';
 import { runRegsync, startRegsync, type RegsyncProcess } from '../support/regsync-process.js';
 import { waitUntil } from '../support/wait-until.js';
@@ -36,6 +37,25 @@ describe('regsync registry', () => {
     const res = await fetch(`${registry.url}/nacos/v1/console/namespaces`);
     const body = (await res.json()) as { data: Array<{ namespace: string; namespaceShowName: string }> };
     expect(body.data.map((n) => n.namespace)).toEqual(['', 'dev']);
+  });
+
+  it('serves the SDK gRPC protocol beside HTTP; --grpc-port off serves none', async () => {
+    const grpcEndpoint = / and gRPC (\S+)/.exec(registry.output())?.[1];
+    expect(grpcEndpoint).toMatch(/^127\.0\.0\.1:\d+$/);
+    const client = await TestGrpcClient.connect(grpcEndpoint as string);
+    try {
+      await client.naming('InstanceRequest', 'cli-grpc', { type: 'registerInstance', instance: wireHost('10.6.2.1', 80) });
+      const res = await fetch(`${registry.url}/nacos/v1/ns/instance/list?serviceName=cli-grpc`);
+      expect(((await res.json()) as { hosts: Array<{ ip: string }> }).hosts.map((h) => h.ip)).toEqual(['10.6.2.1']);
+    } finally {
+      client.close();
+    }
+    const off = await startRegsync(['registry', '--port', '0', '--grpc-port', 'off']);
+    try {
+      expect(off.output()).not.toContain('gRPC');
+    } finally {
+      await off.stop();
+    }
   });
 
   it('exits 0 on SIGTERM', async () => {

@@ -2,6 +2,7 @@ import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRegistry, type RunningRegistry } from '../../src/registry/index.js';
+import { TestGrpcClient, wireHost } from '../support/grpc-client.js';
 import { formOf } from '../support/http.js';
 import { waitUntil } from '../support/wait-until.js';
 
@@ -88,5 +89,19 @@ describe('UDP push', () => {
     await waitUntil(() => raw.length > 0, { message: 'large push' });
     expect([raw[0]?.[0], raw[0]?.[1]]).toEqual([0x1f, 0x8b]);
     expect(JSON.parse(packets.at(-1)?.data ?? '{}')).toMatchObject({ hosts: [expect.objectContaining({ ip: '10.7.2.1' })] });
+  });
+
+  it('pushes instances a gRPC connection publishes, and their removal when the connection goes', async () => {
+    const udpPort = await openReceiver();
+    await send('GET', { serviceName: 'push-d', udpPort });
+    const publisher = await TestGrpcClient.connect(registry.grpcEndpoint as string);
+    const hostsOf = (p: Packet | undefined) => (JSON.parse(p?.data ?? '{"hosts":[]}') as { hosts: Array<{ ip: string }> }).hosts.map((h) => h.ip);
+    try {
+      await publisher.naming('BatchInstanceRequest', 'push-d', { type: 'batchRegisterInstance', instances: [wireHost('10.7.3.1', 1)] });
+      await waitUntil(() => hostsOf(packets.at(-1)).includes('10.7.3.1'), { message: 'push of the published instance' });
+    } finally {
+      publisher.close();
+    }
+    await waitUntil(() => packets.length > 1 && hostsOf(packets.at(-1)).length === 0, { message: 'push after the connection went' });
   });
 });
