@@ -14,6 +14,7 @@ import type {
 import { instanceId } from '../../src/model/index.js';
 import { answersGrpc, type GrpcEndpoint } from './grpc/grpc-connection.js';
 import { NacosGrpcNaming, type GrpcNamingStats } from './grpc/grpc-naming.js';
+import { batchProblem } from './grpc/messages.js';
 import { clusterAddresses, routeToCluster, unmapped } from './local-address.js';
 import type { NacosApi, PushSubscription } from './nacos-api.js';
 import { NacosApplyError, type NacosWriteFailure } from './nacos-apply-error.js';
@@ -384,6 +385,8 @@ export class NacosAdapter implements RegistryAdapter {
       onRequestError: this.onRequestError,
     });
     this.log.info({ grpcEndpoints: endpoints.map((e) => e.label) }, 'nacos answers gRPC; using gRPC (pushes on our connection, copies without beats)');
+    // Connected before first use where the cluster lets it; else the connection keeps trying.
+    await grpc.ready().catch((err: unknown) => this.log.warn({ err }, 'nacos gRPC connection not up yet; retrying'));
     return grpc;
   }
 
@@ -408,7 +411,13 @@ export class NacosAdapter implements RegistryAdapter {
       ...plan.upsert.filter((i) => !i.ephemeral).map((instance) => ({ op: 'register' as const, instance })),
       ...plan.remove.filter((i) => !i.ephemeral).map((instance) => ({ op: 'deregister' as const, instance })),
     ];
-    const failures: NacosWriteFailure[] = [];
+    // Instances Nacos would refuse are left out of the set (see batchProblem) and named as failures.
+    const failures: NacosWriteFailure[] = plan.upsert
+      .filter((i) => i.ephemeral)
+      .flatMap((i) => {
+        const problem = batchProblem(i);
+        return problem === undefined ? [] : [{ op: 'register' as const, instance: instanceId(i), error: new Error(`not published: ${problem}`) }];
+      });
     const ephemeralWrites = plan.upsert.filter((i) => i.ephemeral).length + plan.remove.filter((i) => i.ephemeral).length;
     const publish = async () => {
       // Ephemeral upserts mean the destination lacks copies this connection may believe it holds.

@@ -6,33 +6,33 @@ import { createNacosAdapter } from './nacos-adapter.js';
 
 const silent = pino({ level: 'silent' });
 
-const clusterSpec = (endpoint: string, apiVersion: 'v1' | 'v3'): ClusterSpec => ({
+const clusterSpec = (endpoint: string, apiVersion: 'v1' | 'v3' | 'grpc', grpcPort?: number): ClusterSpec => ({
   id: 'nacos-contract',
   kind: 'nacos',
   endpoints: [endpoint],
   labels: {},
   // Short polls: the v3 watch and the service lists poll.
-  options: { apiVersion, pollIntervalMs: 200, serviceListPollIntervalMs: 200, requestTimeoutMs: 2_000 },
+  options: { apiVersion, pollIntervalMs: 200, serviceListPollIntervalMs: 200, requestTimeoutMs: 2_000, ...(grpcPort === undefined ? {} : { grpcPort }) },
 });
 
-const registryOptions: RegistryOptions = { namespaces: [{ id: 'dev', name: 'dev', description: '' }] };
+const registryOptions: RegistryOptions = { namespaces: [{ id: 'dev', name: 'dev', description: '' }], grpc: { pushMergeWindowMs: 20 } };
 
-for (const apiVersion of ['v1', 'v3'] as const) {
+for (const apiVersion of ['v1', 'v3', 'grpc'] as const) {
   describeAdapterContract(`NacosAdapter over ${apiVersion}`, async () => {
     let registry: RunningRegistry = await startRegistry({ ...registryOptions, port: 0 });
-    const { port, endpoint } = registry;
+    const { port, endpoint, grpcPort } = registry;
     return {
-      connect: () => createNacosAdapter(clusterSpec(endpoint, apiVersion), { logger: silent }),
+      connect: () => createNacosAdapter(clusterSpec(endpoint, apiVersion, grpcPort), { logger: silent }),
       async connectDead() {
         const gone = await startRegistry({ port: 0 });
         await gone.close();
-        return createNacosAdapter(clusterSpec(gone.endpoint, apiVersion), { logger: silent });
+        return createNacosAdapter(clusterSpec(gone.endpoint, apiVersion, gone.grpcPort), { logger: silent });
       },
       async outage() {
         await registry.close();
-        // The same port again: adapters keep their endpoint. What the registry held is gone.
+        // The same ports again: adapters keep their endpoint. What the registry held is gone.
         return async () => {
-          registry = await startRegistry({ ...registryOptions, port });
+          registry = await startRegistry({ ...registryOptions, port, grpcPort });
         };
       },
       scopes: [
@@ -41,10 +41,11 @@ for (const apiVersion of ['v1', 'v3'] as const) {
       ],
       serviceName: (tag) => `contract-${tag}`,
       copyMetadata: () => ({}),
-      // The v1 list leaves disabled instances out, as Nacos' own client list does.
-      keeps: apiVersion === 'v1' ? ['weight', 'healthy', 'ephemeral', 'cluster'] : ['weight', 'healthy', 'enabled', 'ephemeral', 'cluster'],
-      // The registry refuses a cluster name with an underscore, as Nacos does.
-      unwritable: (base, n) => ({ ...base, cluster: `bad_${n}` }),
+      // The v1 list and gRPC reads leave disabled instances out, as Nacos' own clients see them.
+      keeps: apiVersion !== 'v3' ? ['weight', 'healthy', 'ephemeral', 'cluster'] : ['weight', 'healthy', 'enabled', 'ephemeral', 'cluster'],
+      // The registry refuses a cluster name with an underscore in a single register, as Nacos does;
+      // a batch takes underscores, not dots.
+      unwritable: (base, n) => ({ ...base, cluster: apiVersion === 'grpc' ? `bad.${n}` : `bad_${n}` }),
       close: () => registry.close(),
     };
   });

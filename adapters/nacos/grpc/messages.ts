@@ -160,3 +160,21 @@ export function readServiceInfo(info: unknown): ServiceInfoRead {
     allIps: info.allIps === true || info.allIPs === true,
   };
 }
+
+/** Nacos' parameter check (2.3+) on a batch instance: cluster name, metadata size, address. */
+const CLUSTER_NAME = /^[0-9a-zA-Z_-]+$/;
+const METADATA_MAX_CHARS = 1024;
+
+/**
+ * Why Nacos would refuse this instance in a batch, or undefined. A refused instance fails the
+ * whole batch, so the adapter leaves such instances out of the set and reports each of them,
+ * rather than let one instance keep a whole service from being published.
+ */
+export function batchProblem(instance: Instance): string | undefined {
+  if (instance.ip.trim() === '' || !Number.isInteger(instance.port) || instance.port < 0 || instance.port > 65_535) return 'invalid ip or port';
+  if (!CLUSTER_NAME.test(instance.cluster)) return `cluster name ${JSON.stringify(instance.cluster)} does not match ${CLUSTER_NAME.source}`;
+  let chars = 0;
+  for (const [key, value] of Object.entries(instance.metadata)) chars += key.length + value.length;
+  if (chars > METADATA_MAX_CHARS) return `metadata of ${chars} characters (Nacos accepts ${METADATA_MAX_CHARS})`;
+  return undefined;
+}

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { instanceId, type Instance } from '../../../src/model/index.js';
 import { describeService, watchKey, type ServiceRef } from '../wire.js';
-import { wireInstance, type WireInstance } from './messages.js';
+import { batchProblem, wireInstance, type WireInstance } from './messages.js';
 
 export interface PublishSetsOptions {
   log: Logger;
@@ -41,7 +41,8 @@ export class PublishSets {
   set(ref: ServiceRef, owner: string, instances: readonly Instance[], resend = false): Promise<void> {
     const key = watchKey(ref);
     let entry = this.entries.get(key);
-    const ephemeral = instances.filter((i) => i.ephemeral);
+    // What Nacos would refuse would fail the whole set: left out (the adapter's apply names them).
+    const ephemeral = instances.filter((i) => i.ephemeral && batchProblem(i) === undefined);
     if (!entry) {
       if (ephemeral.length === 0) return Promise.resolve();
       entry = { ref, owners: new Map(), sent: undefined, tail: Promise.resolve() };

@@ -48,6 +48,8 @@ export interface GrpcServerStats {
   pushesAcked: number;
   pushesRetried: number;
   pushesFailed: number;
+  /** Unary requests from registered connections, by `metadata.type` (the bench and tests count what clients cost). */
+  requests: Record<string, number>;
 }
 
 /** A listening Nacos SDK gRPC server. */
@@ -82,6 +84,7 @@ export async function startGrpcServer(ctx: GrpcServerContext, host: string, port
     retryDelayMs: options.pushRetryDelayMs ?? DEFAULT_GRPC_PUSH.retryDelayMs,
     maxAttempts: options.pushMaxAttempts ?? DEFAULT_GRPC_PUSH.maxAttempts,
   };
+  const requests = new Map<string, number>();
   const table: ConnectionTable = new ConnectionTable(
     (connection) => {
       ctx.store.unpublishAll(connection.id);
@@ -123,6 +126,7 @@ export async function startGrpcServer(ctx: GrpcServerContext, host: string, port
       return { type: ERROR_RESPONSE, body: failBody(NACOS_CODE.badGateway, err instanceof Error ? err.message : String(err)) };
     }
     connection.touch();
+    requests.set(type, (requests.get(type) ?? 0) + 1);
     if (type === REQUEST.healthCheck) return { type: RESPONSE_OF[type] as string, body: okBody() };
     return handleNaming(naming, connection, request);
   }
@@ -194,6 +198,7 @@ export async function startGrpcServer(ctx: GrpcServerContext, host: string, port
         pushesAcked: push.acked,
         pushesRetried: push.retried,
         pushesFailed: push.failed,
+        requests: Object.fromEntries(requests),
       };
     },
     connections: () => table.all(),
