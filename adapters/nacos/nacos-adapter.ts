@@ -300,6 +300,11 @@ export class NacosAdapter implements RegistryAdapter {
     return answer.result;
   }
 
+  /** Over gRPC, the digest of a watched service's pushed list; undefined over HTTP (polls and UDP hints are no feed of the list). */
+  cachedDigest(service: ServiceKey): string | undefined {
+    return this.mode?.grpc?.cachedDigest(toServiceRef(service));
+  }
+
   /** The gRPC connection's counters; undefined over HTTP (UDP pushes are in {@link stats}). */
   transportStats(): TransportStats | undefined {
     const grpc = this.mode?.grpc?.stats();

@@ -18,6 +18,7 @@ import { filterYielding } from '../util/yielding.js';
 import { ANY, mapService, mappingClashes, serviceFilter } from '../model/task-rules.js';
 import type { AdapterPool } from './adapter-pool.js';
 import type { TaskControl } from './control.js';
+import { dueForFullSync, FULL_SYNC_VERIFY_EVERY } from './full-sync-filter.js';
 import type { HeartbeatScheduler } from './heartbeat-scheduler.js';
 import type { LiveSets } from './live-sets.js';
 import type { SetPublisher } from './set-publisher.js';
@@ -61,6 +62,8 @@ interface ActiveTask {
   recheck?: NodeJS.Timeout | undefined;
   /** What the last expansion could not do (services over the limit, clashing names); shown as the task's error. */
   problem: TaskProblem | null;
+  /** Full syncs run so far (every {@link FULL_SYNC_VERIFY_EVERY}-th reconciles everything). */
+  fullSyncs?: number;
 }
 
 export interface SyncEngineOptions {
@@ -553,7 +556,32 @@ export class SyncEngine implements TaskControl {
     }
     await this.startSyncs(added);
     const fresh = new Set(added);
-    await this.enqueueAll(this.ledKeys(active).filter((k) => !fresh.has(k)), 'full');
+    await this.enqueueAll(await this.fullSyncDue(active, this.ledKeys(active).filter((k) => !fresh.has(k))), 'full');
+  }
+
+  /** The keys of a full sync that need a reconcile (see {@link dueForFullSync}): all, unless the feeds vouch for some. */
+  private async fullSyncDue(active: ActiveTask, keys: string[]): Promise<string[]> {
+    if (keys.length === 0) return keys;
+    active.fullSyncs = (active.fullSyncs ?? 0) + 1;
+    const { task } = active;
+    try {
+      const [source, destination] = await Promise.all([this.opts.adapters.get(task.source), this.opts.adapters.get(task.destination)]);
+      if (!source.cachedDigest) return keys;
+      const { due, skipped } = await dueForFullSync({
+        taskId: task.id,
+        keys,
+        serviceOf: (key) => active.services.get(key)?.service,
+        source,
+        destinationBound: (await destination.connectionBound?.()) ?? false,
+        verify: active.fullSyncs % FULL_SYNC_VERIFY_EVERY === 0,
+        status: (taskId, service) => this.opts.store.getServiceStatus(taskId, service),
+      });
+      if (skipped > 0) this.log.debug({ task: task.id, due: due.length, skipped }, 'full sync: services whose pushed source is unchanged left out');
+      return due;
+    } catch (err) {
+      this.log.debug({ err, task: task.id }, 'full sync filter unavailable; reconciling every service');
+      return keys;
+    }
   }
 
   private async enqueueAll(keys: readonly string[], reason: ReconcileReason): Promise<void> {

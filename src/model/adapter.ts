@@ -94,6 +94,13 @@ export interface RegistryAdapter {
    * ephemeral nodes live with the session (ZooKeeper) or that have none (Kubernetes).
    */
   heartbeat?(service: ServiceKey, instance: Instance): Promise<BeatResult>;
+  /**
+   * The digest (`instancesDigest`) of the service's instances as a live push feed in this process
+   * holds them (a subscription whose pushes carry the whole list, on a connection that is up), or
+   * undefined where the adapter keeps no such feed for it. With it, a full sync can leave out
+   * services whose source did not change since their last reconcile.
+   */
+  cachedDigest?(service: ServiceKey): string | undefined;
   /** What this process's connection to the registry does, where the kind keeps one (Nacos gRPC); for metrics. */
   transportStats?(): TransportStats | undefined;
   /** How often `heartbeat` must be called per instance. */

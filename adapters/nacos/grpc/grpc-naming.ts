@@ -82,6 +82,11 @@ export class NacosGrpcNaming {
     return this.serviceInfoOf(body.serviceInfo, REQUEST.serviceQuery).instances;
   }
 
+  /** The digest of a watched service's pushed list, while the connection that confirmed it is up. */
+  cachedDigest(ref: ServiceRef): string | undefined {
+    return this.subscriptions.digest(ref);
+  }
+
   watch(ref: ServiceRef, onChange: (event?: WatchEvent) => void): Unsubscribe {
     return this.subscriptions.watch(ref, onChange);
   }

@@ -97,6 +97,14 @@ export class GrpcSubscriptions {
     return sub.instances.map((i) => ({ ...i, metadata: { ...i.metadata } }));
   }
 
+  /** The digest of a watched service's list as the live connection last heard it; undefined when not confirmed there. */
+  digest(ref: ServiceRef): string | undefined {
+    const sub = this.subs.get(watchKey(ref));
+    const { generation, ready } = this.opts.connection();
+    if (!sub || !sub.active || sub.pending || !ready || sub.generation !== generation) return undefined;
+    return sub.digest;
+  }
+
   /** A `NotifySubscriberRequest`'s service state. */
   pushed(info: ServiceInfoRead): void {
     const grouped = groupedName({ group: info.groupName ?? 'DEFAULT_GROUP', name: info.name });
