@@ -76,6 +76,8 @@ export async function runDemo(opts: DemoOptions): Promise<void> {
   for (const c of decl.clusters) {
     const registry = registries[c.id];
     if (registry) c.endpoints = [registry.endpoint];
+    // The registries speak Nacos gRPC too: regsync subscribes and publishes over it.
+    if (registry?.grpcPort !== undefined) c.options = { ...(c.options as Record<string, unknown> | undefined), grpcPort: registry.grpcPort };
   }
   await applyDeclarations(api, decl);
 
@@ -103,7 +105,7 @@ export async function runDemo(opts: DemoOptions): Promise<void> {
         })),
       ),
     );
-  const expected = APPS.length * 2 - 1; // orders both ways, payments one way
+  const expected = APPS.length * 2; // each app registered, and one copy of each: orders both ways, payments one way
   const deadline = Date.now() + 15_000;
   while (listing().length < expected && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
 
@@ -119,8 +121,8 @@ export async function runDemo(opts: DemoOptions): Promise<void> {
 
   const lines = [
     'regsync demo',
-    `  shanghai registry  ${registries.shanghai?.url}`,
-    `  beijing registry   ${registries.beijing?.url}`,
+    `  shanghai registry  ${registries.shanghai?.url}   gRPC ${registries.shanghai?.grpcEndpoint ?? 'off'}`,
+    `  beijing registry   ${registries.beijing?.url}   gRPC ${registries.beijing?.grpcEndpoint ?? 'off'}`,
     `  regsync REST API   ${api}   (tasks from tasks/demo.yaml)`,
     '',
     'Registered through the Nacos SDK: orders in both regions, payments in shanghai only. Now:',
