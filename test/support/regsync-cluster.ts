@@ -420,7 +420,7 @@ export async function startBeatTap(target: RunningRegistry, cluster: RegsyncClus
 }
 
 /** The pid among `pids` holding the TCP socket 127.0.0.1:`localPort` -> :`remotePort`. */
-function pidOfPeer(localPort: number, remotePort: number, pids: number[]): number | undefined {
+export function pidOfPeer(localPort: number, remotePort: number, pids: number[]): number | undefined {
   let inode: string | undefined;
   for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
     let text: string;
