@@ -6,6 +6,7 @@ import type { SyncEngine } from '../engine/sync-engine.js';
 import { ShardWorker } from '../queue/shard-queue.js';
 import type { Connections } from './connections.js';
 import type { Lifecycle } from './lifecycle.js';
+import type { TransportStats } from '../model/adapter.js';
 import type { NodeCore } from './core.js';
 import { redisKeys } from '../util/redis-keys.js';
 
@@ -46,7 +47,7 @@ export async function startWorkerRole(core: NodeCore, connections: Connections, 
     replicas: core.deployment.replicas,
     leaseTtlMs: settings.leaseTtlMs,
     logger: settings.logger,
-    ...(settings.cmdb ? { status: workerStatus(settings.cmdb) } : {}),
+    status: workerStatus(core, settings.cmdb),
   });
   leadership.attach(coordinator);
   metrics.knowShards(core.deployment.shards);
@@ -133,9 +134,22 @@ async function reconcileJob(core: NodeCore, data: { key: string; since: number }
   if (outcome.requeueAfterMs !== undefined) await core.queues.enqueue(data.key, 'confirm', outcome.requeueAfterMs);
 }
 
-/** What this worker's membership record carries besides its identity: its CMDB's state, as an opaque record. */
-function workerStatus(cmdb: { cache: CmdbCache; describe: string }) {
-  return () => ({ cmdb: { provider: cmdb.describe, ...cmdb.cache.status() } });
+/**
+ * What this worker's membership record carries besides its identity, as an opaque record: its
+ * CMDB's state, and its connections to registries that keep one (Nacos gRPC), by cluster.
+ */
+function workerStatus(core: NodeCore, cmdb: { cache: CmdbCache; describe: string } | undefined) {
+  return () => {
+    const connections: Record<string, TransportStats> = {};
+    for (const [cluster, adapter] of core.adapters.built()) {
+      const stats = adapter.transportStats?.();
+      if (stats) connections[cluster] = stats;
+    }
+    return {
+      ...(cmdb ? { cmdb: { provider: cmdb.describe, ...cmdb.cache.status() } } : {}),
+      ...(Object.keys(connections).length > 0 ? { connections } : {}),
+    };
+  };
 }
 
 /** Applies a control message from another process to this process's engine. */

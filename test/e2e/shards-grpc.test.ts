@@ -194,6 +194,14 @@ describe('sharded deployment on Nacos gRPC: every replica publishes, kill -9 of 
     expect(b.grpc?.stats().publishSets).toBe(SERVICES.length * 2);
     for (const item of snap.shards.items) expect(new Set(item.replicas).size).toBe(2);
     report.push(`B gRPC connections held by: ${holders(b).join(', ')}; A: ${holders(a).join(', ')}`);
+    // Each worker tells its connection to B in its record.
+    await waitUntil(
+      async () => {
+        const items = (await api(cluster.url, 'GET', '/api/v1/workers')).body.items as Array<{ id: string; status: { connections?: Record<string, { connections: number; publishSets: number }> } }>;
+        return items.length === 3 && items.every((w) => w.status.connections?.b?.connections === 1 && (w.status.connections.b.publishSets ?? 0) > 0);
+      },
+      { timeoutMs: TIMEOUT, message: 'every worker reporting its connection to B' },
+    );
 
     // At rest: a clock of two health checks per regsync connection to A (each sends one after 5 s
     // without another call), then nothing but health checks and the `*` task's service-list polls
