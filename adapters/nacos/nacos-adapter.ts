@@ -386,6 +386,7 @@ export class NacosAdapter implements RegistryAdapter {
       log: this.log,
       clientIp: this.options.clientIP,
       requestTimeoutMs: this.options.requestTimeoutMs,
+      maxConcurrency: this.options.maxConcurrency,
       tokens: this.http.tokens,
       onRequestError: this.onRequestError,
     });

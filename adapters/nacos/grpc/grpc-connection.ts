@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { NacosRequestError, type NacosRequestErrorCode } from '../nacos-request-error.js';
+import { Semaphore } from '../semaphore.js';
 import {
   ERROR_RESPONSE,
   internalRequest,
@@ -46,8 +47,10 @@ export interface GrpcConnectionOptions {
   log: Logger;
   /** `metadata.clientIp` of every request; the server files subscribers and selectors under it. */
   clientIp: string | undefined;
-  /** Per request, from the moment the connection is ready. */
+  /** Per request, from the moment the connection is ready and a permit is held. */
   requestTimeoutMs: number;
+  /** Requests in flight at most (health checks aside); default 64. A burst (a replay of thousands of sets) queues. */
+  maxConcurrency?: number | undefined;
   /** Headers of naming requests (the access token); rejects when no token can be had. */
   authHeaders?: (() => Promise<Record<string, string>>) | undefined;
   /** Drops a token the server refused (403), so that the next call logs in again. */
@@ -122,8 +125,11 @@ export class GrpcConnection {
   private keepAliveTimer: NodeJS.Timeout | undefined;
   private failing = false;
 
+  private readonly permits: Semaphore;
+
   constructor(private readonly opts: GrpcConnectionOptions) {
     this.timings = { ...DEFAULT_GRPC_TIMINGS, ...opts.timings };
+    this.permits = new Semaphore(opts.maxConcurrency ?? 64);
     this.log = opts.log;
   }
 
@@ -186,7 +192,8 @@ export class GrpcConnection {
       const live = this.live;
       if (!live) throw this.error('nacos-unreachable', type, 'connection lost');
       const headers = opts.auth && this.opts.authHeaders ? await this.opts.authHeaders() : {};
-      return { answer: await this.unary(live, type, body, headers, this.opts.requestTimeoutMs), headers };
+      const answer = await this.permits.run(() => this.unary(live, type, body, headers, this.opts.requestTimeoutMs));
+      return { answer, headers };
     };
     try {
       let { answer, headers } = await attempt();

@@ -16,6 +16,7 @@ export interface GrpcNamingOptions {
   log: Logger;
   clientIp: string | undefined;
   requestTimeoutMs: number;
+  maxConcurrency?: number | undefined;
   tokens: NacosTokenSource | undefined;
   onRequestError?: ((code: NacosRequestErrorCode) => void) | undefined;
   timings?: Partial<GrpcTimings> | undefined;
@@ -54,6 +55,7 @@ export class NacosGrpcNaming {
       log: opts.log,
       clientIp: opts.clientIp,
       requestTimeoutMs: opts.requestTimeoutMs,
+      maxConcurrency: opts.maxConcurrency,
       authHeaders: tokens ? async () => ({ accessToken: await tokens.token('v3') }) : undefined,
       authRefused: tokens ? (headers) => headers.accessToken !== undefined && tokens.invalidate(headers.accessToken) : undefined,
       onPush: (info) => this.subscriptions.pushed(readServiceInfo(info)),
