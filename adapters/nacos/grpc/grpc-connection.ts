@@ -405,14 +405,18 @@ export class GrpcConnection {
       live.stream.write(toPayload(ERROR_RESPONSE, { resultCode: 500, errorCode: NACOS_CODE.noHandler, message: `no handler for ${message.type}`, requestId, success: false }));
       return;
     }
-    live.stream.write(toPayload(responseType, okBody({}, requestId)));
-    if (message.type === SERVER_REQUEST.connectReset) {
-      const ip = message.body.serverIp;
-      const port = Number(message.body.serverPort);
-      const target = this.opts.endpoints.findIndex((e) => e.host === ip && e.port === port);
-      if (target >= 0) this.next = target;
-      this.reconnect('the server asked to reconnect (ConnectResetRequest)');
+    if (message.type !== SERVER_REQUEST.connectReset) {
+      live.stream.write(toPayload(responseType, okBody({}, requestId)));
+      return;
     }
+    const ip = message.body.serverIp;
+    const port = Number(message.body.serverPort);
+    const target = this.opts.endpoints.findIndex((e) => e.host === ip && e.port === port);
+    if (target >= 0) this.next = target;
+    // The answer goes out before the transport is dropped.
+    live.stream.write(toPayload(responseType, okBody({}, requestId)), () => {
+      if (this.live === live) this.reconnect('the server asked to reconnect (ConnectResetRequest)');
+    });
   }
 
   private startKeepAlive(): void {

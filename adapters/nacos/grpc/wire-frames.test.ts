@@ -168,6 +168,16 @@ describe('Nacos gRPC frames regsync sends', () => {
     ]);
   });
 
+  it('answers a ConnectResetRequest, then connects again and sets up anew', async () => {
+    const { rec, adapter } = await setup();
+    await adapter.listInstances({ namespace: '', group: '', name: 'orders' });
+    rec.send('ConnectResetRequest', { headers: {}, requestId: '5', module: 'internal' });
+    await waitUntil(() => rec.stream.filter((f) => f.type === 'ConnectionSetupRequest').length === 2, { message: 'a second setup' });
+    expect(rec.stream.find((f) => f.type === 'ConnectResetResponse')?.body).toMatchObject({ resultCode: 200, requestId: '5' });
+    expect(rec.unary.filter((f) => f.type === 'ServerCheckRequest')).toHaveLength(2);
+    await waitUntil(() => adapter.stats().grpc?.state === 'ready' && adapter.stats().grpc?.reconnects === 1);
+  });
+
   it('reads both spellings of the all-IPs flag, and the plain name apart from its group', () => {
     expect(readServiceInfo({ name: 'orders', groupName: 'G', hosts: [], allIPs: true }).allIps).toBe(true);
     expect(readServiceInfo({ name: 'orders', groupName: 'G', hosts: [], allIps: true }).allIps).toBe(true);
