@@ -137,6 +137,19 @@ describe('A <-> B over gRPC', () => {
     expect(nativesIn(b, 'orders').map((i) => i.ip)).toEqual(['10.60.1.1']);
     expect(copiesIn(a, 'orders').map((i) => i.ip)).toEqual(['10.60.1.1']);
   });
+
+  it('withdraws the copies at once when a task is paused, publishes them again on resume, and removes them when it is deleted', async () => {
+    expect(copiesIn(a, 'orders').map((i) => i.ip)).toEqual(['10.60.1.1']);
+    expect((await api(url, 'POST', '/api/v1/tasks/ba/pause')).status).toBe(200);
+    await waitUntil(() => copiesIn(a, 'orders').length === 0, { message: 'copy withdrawn on pause' });
+    expect(regsyncConnections(a)).toBe(1);
+    expect((await api(url, 'POST', '/api/v1/tasks/ba/resume')).status).toBe(200);
+    await waitUntil(() => copiesIn(a, 'orders').length === 1, { message: 'copy back after resume' });
+    expect(copiesIn(a, 'orders')[0]).toMatchObject({ ip: '10.60.1.1', publishers: 1 });
+    expect((await api(url, 'DELETE', '/api/v1/tasks/ba')).status).toBe(204);
+    await waitUntil(() => copiesIn(a, 'orders').length === 0, { message: 'copy removed on delete' });
+    expect(nativesIn(b, 'orders').map((i) => i.ip)).toEqual(['10.60.1.1']);
+  });
 });
 
 describe('ring A -> B -> C -> A over gRPC', () => {
