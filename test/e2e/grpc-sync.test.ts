@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MARK_ORIGIN, MARK_PATH, MARK_TASK } from '../../src/model/types.js';
-import type { RunningRegistry } from '../../src/registry/index.js';
+import { startRegistry, type RunningRegistry } from '../../src/registry/index.js';
 import {
   addRegistry,
   api,
@@ -375,5 +375,78 @@ describe('gRPC and HTTP clusters mixed', () => {
     expect(fx.node?.heartbeats.stats().entries).toBe(1);
     expect(copiesIn(b, 'orders').map((i) => i.ip)).toEqual(['10.65.0.1']);
     expect(nativesIn(a, 'orders').map((i) => i.ip)).toEqual(['10.65.0.1']);
+  });
+});
+
+describe('hub A -> C <- B over gRPC, C restarted', () => {
+  let fx: SyncFixture;
+  let c: RunningRegistry;
+  let url: string;
+  const natives: PublishedNative[] = [];
+
+  beforeAll(async () => {
+    fx = await startFixture();
+    await addRegistry(fx, 'a', fastPush);
+    await addRegistry(fx, 'b', fastPush);
+    c = await addRegistry(fx, 'c', fastPush);
+    url = (await startSync(fx)).url as string;
+    await defineGrpcClusters(url, fx);
+    await defineTask(url, 'ac', 'a', 'c', 'orders');
+    await defineTask(url, 'bc', 'b', 'c', 'orders');
+  });
+  afterAll(async () => {
+    for (const n of natives) n.close();
+    await stopFixture(fx);
+  });
+
+  it('merges both tasks’ copies of one service over one connection, before and after C restarts', async () => {
+    const [a, b] = [fx.registries.get('a'), fx.registries.get('b')] as [RunningRegistry, RunningRegistry];
+    natives.push(await publishNative(a, 'orders', '10.66.0.1', 8080), await publishNative(b, 'orders', '10.66.1.1', 8080));
+    const both = () => copiesIn(c, 'orders').map((i) => `${i.ip} ${i.metadata[MARK_TASK]} ${i.publishers}`).sort();
+    await waitUntil(() => copiesIn(c, 'orders').length === 2, { message: 'both copies in C' });
+    expect(both()).toEqual(['10.66.0.1 ac 1', '10.66.1.1 bc 1']);
+    expect(regsyncConnections(c)).toBe(1);
+
+    const { port, grpcPort } = c;
+    await c.close();
+    c = await startRegistry({ port, grpcPort: grpcPort as number, ...fastPush });
+    fx.registries.set('c', c);
+    await waitUntil(() => copiesIn(c, 'orders').length === 2, { timeoutMs: 15_000, message: 'both copies back in C' });
+    expect(both()).toEqual(['10.66.0.1 ac 1', '10.66.1.1 bc 1']);
+    expect(regsyncConnections(c)).toBe(1);
+  });
+});
+
+describe('a destination switched from v1 to gRPC', () => {
+  let fx: SyncFixture;
+  let a: RunningRegistry;
+  let b: RunningRegistry;
+  let url: string;
+  let native: PublishedNative | undefined;
+
+  beforeAll(async () => {
+    fx = await startFixture();
+    a = await addRegistry(fx, 'a', fastPush);
+    b = await addRegistry(fx, 'b', { ...fastPush, ...shortExpiry });
+    url = (await startSync(fx)).url as string;
+    expect((await api(url, 'POST', '/api/v1/clusters', { id: 'a', kind: 'nacos', endpoints: [a.endpoint], options: { apiVersion: 'grpc', grpcPort: a.grpcPort } })).status).toBe(201);
+    expect((await api(url, 'POST', '/api/v1/clusters', { id: 'b', kind: 'nacos', endpoints: [b.endpoint], options: { apiVersion: 'v1', heartbeatIntervalMs: 300 } })).status).toBe(201);
+    await defineTask(url, 'ab', 'a', 'b', 'orders');
+  });
+  afterAll(async () => {
+    native?.close();
+    await stopFixture(fx);
+  });
+
+  it('ends with the copy published once over gRPC, not beaten and shown twice', async () => {
+    native = await publishNative(a, 'orders', '10.67.0.1', 8080);
+    await waitUntil(() => (copiesIn(b, 'orders')[0]?.beats ?? 0) >= 1, { message: 'beaten copy in B' });
+    const res = await api(url, 'PUT', '/api/v1/clusters/b', { id: 'b', kind: 'nacos', endpoints: [b.endpoint], options: { apiVersion: 'grpc', grpcPort: b.grpcPort } });
+    expect(res.status).toBeLessThan(300);
+    await waitUntil(() => copiesIn(b, 'orders').some((i) => i.publishers === 1), { message: 'copy published over gRPC' });
+    // The HTTP registration is no longer beaten: it goes, by deregistration or expiry.
+    await anExpiryWindowPasses(b);
+    expect(copiesIn(b, 'orders')).toMatchObject([{ ip: '10.67.0.1', publishers: 1, healthy: true }]);
+    expect(fx.node?.heartbeats.stats().entries).toBe(0);
   });
 });
