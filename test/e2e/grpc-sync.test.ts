@@ -253,8 +253,9 @@ describe('auth over gRPC', () => {
 
   beforeAll(async () => {
     fx = await startFixture();
-    a = await addRegistry(fx, 'a', { ...fastPush, users });
-    b = await addRegistry(fx, 'b', { ...fastPush, users });
+    // Tokens live 2 s: regsync has to renew its login while it syncs.
+    a = await addRegistry(fx, 'a', { ...fastPush, users, tokenTtlSeconds: 2 });
+    b = await addRegistry(fx, 'b', { ...fastPush, users, tokenTtlSeconds: 2 });
     url = (await startSync(fx)).url as string;
     await defineGrpcClusters(url, fx, { username: 'nacos', password: 's3cret' });
   });
@@ -288,6 +289,22 @@ describe('auth over gRPC', () => {
     expect(status.lastError).toMatch(/auth|login|password|credential|403/i);
     // The good task goes on.
     expect(copiesIn(b, 'orders').map((i) => i.metadata[MARK_TASK])).toEqual(['ab']);
+  });
+
+  it('goes on syncing once the tokens it started with have expired', async () => {
+    // A token taken now expires no earlier than any token regsync holds from before.
+    const login = await fetch(`${b.url}/nacos/v1/auth/login`, { method: 'POST', body: new URLSearchParams({ username: 'nacos', password: 's3cret' }) });
+    const { accessToken } = (await login.json()) as { accessToken: string };
+    const accepted = async () => (await fetch(`${b.url}/nacos/v1/ns/instance/list?serviceName=orders&accessToken=${accessToken}`)).status === 200;
+    expect(await accepted()).toBe(true);
+    await waitUntil(async () => !(await accepted()), { message: 'the token expired' });
+    const second = await publishNative(a, 'orders', '10.63.0.2', 8080, {}, { username: 'nacos', password: 's3cret' });
+    try {
+      await waitUntil(() => copiesIn(b, 'orders').some((i) => i.ip === '10.63.0.2'), { message: 'copy made with a renewed token' });
+      expect((await serviceStatus(url, 'ab')).lastError).toBeNull();
+    } finally {
+      second.close();
+    }
   });
 });
 
