@@ -88,6 +88,20 @@ describe('destination registry restarted on the same ports', () => {
     expect(shown(b, 'orders')).toEqual(['10.70.0.1:8080 1', '10.70.0.2:8080 1']);
     expect((await serviceStatus(url, 'ab')).lastError).toBeNull();
   });
+
+  it('catches up with source changes made while it was down', async () => {
+    const { port, grpcPort } = b;
+    await b.close();
+    natives.push(await publishNative(a, 'orders', '10.70.0.3', 8080));
+    natives.shift()?.close();
+    await waitUntil(async () => String((await serviceStatus(url, 'ab'))?.lastError).includes('destination b'), { message: 'the write failure shows' });
+    b = await startRegistry({ port, grpcPort: grpcPort as number, ...fastPush });
+    fx.registries.set('b', b);
+    await waitUntil(() => shown(b, 'orders').join() === '10.70.0.2:8080 1,10.70.0.3:8080 1', { timeoutMs: 15_000, message: 'B matches A' });
+    await waitUntil(async () => (await serviceStatus(url, 'ab'))?.lastError === null, { timeoutMs: 15_000, message: 'status clear' });
+    expect(shown(b, 'orders')).toEqual(['10.70.0.2:8080 1', '10.70.0.3:8080 1']);
+    expect(regsyncConnections(b)).toBe(1);
+  });
 });
 
 describe('regsync restarted on the same Redis', () => {
