@@ -5,6 +5,7 @@ import { MARK_TASK } from '../../src/model/types.js';
 import { startNode, type NodeOptions, type RegsyncNode } from '../../src/node.js';
 import { startRegistry, type RegistryOptions, type RunningRegistry, type StoredInstance } from '../../src/registry/index.js';
 import type { InstanceInput } from '../../src/registry/naming-store.js';
+import { TestGrpcClient, wireHost } from './grpc-client.js';
 import { formOf } from './http.js';
 import { startRedis, type RedisServer } from './redis.js';
 
@@ -60,6 +61,24 @@ export async function api(url: string, method: string, path: string, body?: unkn
 export async function defineClusters(url: string, fx: SyncFixture): Promise<void> {
   for (const [id, registry] of fx.registries) {
     const res = await api(url, 'POST', '/api/v1/clusters', { id, kind: 'nacos', endpoints: [registry.endpoint] });
+    if (res.status !== 201) throw new Error(`cannot define cluster ${id}: ${JSON.stringify(res.body)}`);
+  }
+}
+
+/**
+ * Registers a Nacos cluster for each registry of the fixture that speaks gRPC to it: `apiVersion`
+ * (default `grpc`) and the registry's real gRPC port (a free one, not HTTP + 1000); `extra` adds
+ * fields to every definition (credentials) and `options` to every cluster's options.
+ */
+export async function defineGrpcClusters(
+  url: string,
+  fx: SyncFixture,
+  extra: Record<string, unknown> = {},
+  options: Record<string, unknown> = {},
+): Promise<void> {
+  for (const [id, registry] of fx.registries) {
+    const body = { id, kind: 'nacos', endpoints: [registry.endpoint], options: { apiVersion: 'grpc', grpcPort: registry.grpcPort, ...options }, ...extra };
+    const res = await api(url, 'POST', '/api/v1/clusters', body);
     if (res.status !== 201) throw new Error(`cannot define cluster ${id}: ${JSON.stringify(res.body)}`);
   }
 }
@@ -127,4 +146,32 @@ export function countChanges(registry: RunningRegistry): { count: () => number }
   let n = 0;
   registry.store.on('change', () => (n += 1));
   return { count: () => n };
+}
+
+/**
+ * An application instance published over gRPC as the Nacos 2.x SDK does (`InstanceRequest`
+ * registerInstance on its own connection): it lives while `client` stays connected.
+ */
+export interface PublishedNative {
+  client: TestGrpcClient;
+  /** Closes the connection: the registry drops the instance at once. */
+  close(): void;
+}
+
+export async function publishNative(
+  registry: RunningRegistry,
+  service: string,
+  ip: string,
+  port: number,
+  metadata: Record<string, string> = {},
+  headers?: Record<string, string>,
+): Promise<PublishedNative> {
+  if (!registry.grpcEndpoint) throw new Error('the registry serves no gRPC');
+  const client = await TestGrpcClient.connect(registry.grpcEndpoint, headers ? { headers } : {});
+  const answer = await client.naming('InstanceRequest', service, { type: 'registerInstance', instance: wireHost(ip, port, { metadata }) });
+  if (answer.body.success !== true) {
+    client.close();
+    throw new Error(`publish failed: ${JSON.stringify(answer.body)}`);
+  }
+  return { client, close: () => client.close() };
 }
