@@ -55,7 +55,7 @@ describe('SetPublisher: every replica publishes the sets of its shards', () => {
     const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: (spec): RegistryAdapter => (spec.id === 'a' ? a : connection) }, logger);
     const liveSets = new LiveSets(redis, r.prefix);
     const heartbeats = new HeartbeatScheduler({ logger, tickMs: 20 });
-    const sets: SetPublisher = new SetPublisher({ liveSets, adapters, shardOf: () => 0, logger, activeTask: (id) => engine.activeTask(id), retryMs: 20, maxRetryMs: 100 });
+    const sets: SetPublisher = new SetPublisher({ liveSets, adapters, shardOf: () => 0, logger, activeTask: (id) => engine.activeTask(id), retryMs: 20, maxRetryMs: 100, handoverGraceMs: 200 });
     const self: Replica = {
       name,
       leading,
@@ -199,7 +199,9 @@ describe('SetPublisher: every replica publishes the sets of its shards', () => {
     const [w1, w2, w3] = (await threeReplicas()) as [Replica, Replica, Replica];
     await w3.sets.serve([]);
     await w3.sets.idle();
-    expect(held(w3)).toEqual([]);
+    // Within the hand-over grace the lost shard's sets stay published, and follow changes.
+    expect(held(w3)).toEqual(ips(3));
+    await waitUntil(() => held(w3).length === 0, { message: 'w3 withdraws once the grace is over' });
     expect(held(w1)).toEqual(ips(3));
     expect(visible()).toHaveLength(3);
 

@@ -23,6 +23,13 @@ export interface SetPublisherOptions {
   retryMs?: number | undefined;
   /** Longest wait between retries, ms; default 30 000. */
   maxRetryMs?: number | undefined;
+  /**
+   * How long a lost shard's sets stay published (and follow their live sets), ms; default 15 000.
+   * A shard moves to a replica that has yet to connect and publish (a worker replacing a killed one
+   * takes shards whose other replica is still the dead one, until its membership expires): the
+   * copies must not vanish in between.
+   */
+  handoverGraceMs?: number | undefined;
 }
 
 /** Where this process published a service sync's set: withdrawn from there again. */
@@ -55,8 +62,9 @@ const SLICE_MS = 4;
  * another replica, a task started, changed, paused or removed, a set the reconciler published)
  * only marks the key, and one sync per key at a time compares what should be published with what
  * is, re-reading the live set from Redis. A burst of triggers coalesces into one sync. A set is
- * withdrawn (`publish(..., [])`) when the shard is lost, the task stops running here, or its live
- * set is gone. Failures are logged and retried with backoff. Nothing here runs at rest: there is no
+ * withdrawn (`publish(..., [])`) when the shard is lost (after a hand-over grace, during which it
+ * still follows the shard's live sets), the task stops running here (at once), or its live set is
+ * gone. Failures are logged and retried with backoff. Nothing here runs at rest: there is no
  * period, and the adapter sends nothing for a set it holds already.
  */
 export class SetPublisher {
@@ -65,6 +73,9 @@ export class SetPublisher {
   private readonly retryMs: number;
   private readonly maxRetryMs: number;
   private served = new Set<number>();
+  /** Shards lost within the hand-over grace: still published here, until their timer withdraws them. */
+  private readonly lingering = new Map<number, NodeJS.Timeout>();
+  private readonly handoverGraceMs: number;
   private readonly entries = new Map<string, Entry>();
   private readonly pending = new Set<string>();
   private readonly running = new Set<string>();
@@ -81,34 +92,51 @@ export class SetPublisher {
     this.concurrency = Math.max(1, opts.concurrency ?? 16);
     this.retryMs = opts.retryMs ?? 500;
     this.maxRetryMs = opts.maxRetryMs ?? 30_000;
+    this.handoverGraceMs = opts.handoverGraceMs ?? 15_000;
   }
 
   /**
    * The shards this process is a replica of (all of them, sorted or not): publishes the live sets of
-   * the shards gained, withdraws those of the shards lost. Resolves once the gained shards' keys are
-   * loaded and marked (not once they are all published).
+   * the shards gained, and withdraws those of the shards lost once `handoverGraceMs` passed without
+   * gaining them back (meanwhile they follow their live sets). Resolves once the gained shards' keys
+   * are loaded and marked (not once they are all published).
    */
   async serve(shards: readonly number[]): Promise<void> {
     const next = new Set(shards);
     const lost = [...this.served].filter((s) => !next.has(s));
     const gained = [...next].filter((s) => !this.served.has(s));
     this.served = next;
-    if (lost.length > 0) {
-      const gone = new Set(lost);
-      for (const shard of lost) {
-        clearTimeout(this.shardRetries.get(shard));
-        this.shardRetries.delete(shard);
-      }
-      await forEachYielding([...this.entries.values()], (entry) => {
-        if (gone.has(entry.shard)) void this.mark(entry.key);
-      });
+    for (const shard of gained) {
+      clearTimeout(this.lingering.get(shard));
+      this.lingering.delete(shard);
+    }
+    for (const shard of lost) {
+      clearTimeout(this.shardRetries.get(shard));
+      this.shardRetries.delete(shard);
+      const timer = setTimeout(() => void this.handedOver(shard), this.handoverGraceMs);
+      timer.unref();
+      this.lingering.set(shard, timer);
     }
     await Promise.all(gained.map((shard) => this.loadShard(shard, 0)));
   }
 
   /** Another process announced a change of `key`'s live set. */
   changed(shard: number, key: string): void {
-    if (this.served.has(shard) || this.entries.has(key)) void this.mark(key, shard);
+    if (this.publishes(shard) || this.entries.has(key)) void this.mark(key, shard);
+  }
+
+  /** Whether this process publishes the shard's sets: it serves it, or lost it within the hand-over grace. */
+  private publishes(shard: number): boolean {
+    return this.served.has(shard) || this.lingering.has(shard);
+  }
+
+  /** The hand-over grace of a lost shard ended: its sets are withdrawn here. */
+  private async handedOver(shard: number): Promise<void> {
+    this.lingering.delete(shard);
+    if (this.stopped || this.served.has(shard)) return;
+    await forEachYielding([...this.entries.values()], (entry) => {
+      if (entry.shard === shard) void this.mark(entry.key);
+    });
   }
 
   /**
@@ -121,7 +149,7 @@ export class SetPublisher {
     const before = entry.held;
     entry.held = { adapter, target };
     if (before && !sameHolder(before, entry.held)) void this.withdraw(key, before).catch(() => undefined);
-    if (!this.served.has(shard) || this.opts.activeTask(parseServiceSyncKey(key).taskId) === undefined) void this.mark(key, shard);
+    if (!this.publishes(shard) || this.opts.activeTask(parseServiceSyncKey(key).taskId) === undefined) void this.mark(key, shard);
   }
 
   /**
@@ -167,6 +195,8 @@ export class SetPublisher {
     for (const entry of this.entries.values()) clearTimeout(entry.retry);
     for (const timer of this.shardRetries.values()) clearTimeout(timer);
     this.shardRetries.clear();
+    for (const timer of this.lingering.values()) clearTimeout(timer);
+    this.lingering.clear();
     this.pending.clear();
     for (const resolve of [...this.waiters.values()].flat()) resolve();
     this.waiters.clear();
@@ -287,7 +317,7 @@ export class SetPublisher {
       this.entries.delete(key);
       return;
     }
-    const task = this.served.has(shard) ? this.opts.activeTask(sync.taskId) : undefined;
+    const task = this.publishes(shard) ? this.opts.activeTask(sync.taskId) : undefined;
     let inHash = true;
     if (task) {
       const adapter = await this.opts.adapters.get(task.destination);
@@ -309,9 +339,9 @@ export class SetPublisher {
       entry.held = undefined;
     }
     // A task that does not run here may be paused (kept) or removed (its live set is gone).
-    if (!task && this.served.has(shard)) inHash = await this.opts.liveSets.has(key, shard);
-    // Kept while the shard is served and the key has a live set: a task resumed here publishes it.
-    if ((!this.served.has(entry.shard) || !inHash) && !this.again.has(key)) this.entries.delete(key);
+    if (!task && this.publishes(shard)) inHash = await this.opts.liveSets.has(key, shard);
+    // Kept while the shard is published here and the key has a live set: a task resumed here publishes it.
+    if ((!this.publishes(entry.shard) || !inHash) && !this.again.has(key)) this.entries.delete(key);
   }
 
   /**

@@ -273,7 +273,8 @@ export class SyncEngine implements TaskControl {
 
   async resync(taskId: string): Promise<void> {
     const active = this.active.get(taskId);
-    if (active) await this.fullSync(active);
+    // Asked for: every service is reconciled, whatever the feeds say.
+    if (active) await this.fullSync(active, true);
   }
 
   async removeTask(taskId: string): Promise<void> {
@@ -544,7 +545,7 @@ export class SyncEngine implements TaskControl {
       .catch((err: unknown) => this.log.warn({ err, task: active.task.id }, 'service list refresh failed'));
   }
 
-  private async fullSync(active: ActiveTask): Promise<void> {
+  private async fullSync(active: ActiveTask, everything = false): Promise<void> {
     if (this.active.get(active.task.id) !== active) return;
     let added: string[] = [];
     try {
@@ -556,7 +557,8 @@ export class SyncEngine implements TaskControl {
     }
     await this.startSyncs(added);
     const fresh = new Set(added);
-    await this.enqueueAll(await this.fullSyncDue(active, this.ledKeys(active).filter((k) => !fresh.has(k))), 'full');
+    const keys = this.ledKeys(active).filter((k) => !fresh.has(k));
+    await this.enqueueAll(everything ? keys : await this.fullSyncDue(active, keys), 'full');
   }
 
   /** The keys of a full sync that need a reconcile (see {@link dueForFullSync}): all, unless the feeds vouch for some. */
