@@ -102,3 +102,46 @@ describe('SyncEngine', () => {
     expect(store.taskErrors.get('t')).toEqual({ code: 'source_unlisted', cluster: 'a', message: 'cannot start: ECONNREFUSED' });
   });
 });
+
+/** Periodic full syncs where the source pushes whole lists and the destination keeps copies with every replica's connection. */
+describe('SyncEngine full syncs of pushed sources into connection-bound destinations', () => {
+  it('leave out services whose pushed list equals their last status, and reconcile them all every 10th time', async () => {
+    const store = new MemoryEngineStore();
+    const logger = silentLogger();
+    store.clusters.set('a', harnessCluster('a'));
+    store.clusters.set('b', harnessCluster('b'));
+    const source = Object.assign(new FakeAdapter('a'), {
+      cachedDigest: (service: ServiceKey) => (service.name === 'orders' ? 'digest-of-orders' : 'digest-now'),
+    });
+    const destination = Object.assign(new FakeAdapter('b'), { connectionBound: async () => true });
+    source.put(svc('orders'), [instance('10.7.0.1')]);
+    source.put(svc('billing'), [instance('10.7.0.2')]);
+    store.tasks.set('t', { ...harnessTask({ fullSyncIntervalMs: 10 }), service: '*' });
+    for (const [name, digest] of [['orders', 'digest-of-orders'], ['billing', 'digest-before']] as const) {
+      await store.putServiceStatus('t', { service: svc(name), sourceInstances: 1, destinationInstances: 1, lastSyncAt: null, lagMs: null, lastError: null, problems: [], sourceDigest: digest, held: null });
+    }
+    const registries = new Map<string, FakeAdapter>([['a', source], ['b', destination]]);
+    const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: (spec) => registries.get(spec.id) as FakeAdapter }, logger);
+    const full: string[] = [];
+    const engine = new SyncEngine({
+      store,
+      adapters,
+      heartbeats: new HeartbeatScheduler({ logger }),
+      logger,
+      queue: { enqueue: async (k, reason) => void (reason === 'full' && full.push(decodeURIComponent(k).split('|')[3] as string)) },
+      missing: new MemoryMissingServices(),
+    });
+    try {
+      await engine.start();
+      // `billing` changed since its last reconcile: due at every full sync; `orders` only at the 10th.
+      await vi.waitFor(() => expect(full.filter((n) => n === 'orders')).toHaveLength(1), { timeout: 5_000 });
+      expect(full.filter((n) => n === 'billing').length).toBeGreaterThanOrEqual(10);
+      // An operator's resync reconciles everything.
+      full.length = 0;
+      await engine.resync('t');
+      expect(full.sort()).toEqual(expect.arrayContaining(['billing', 'orders']));
+    } finally {
+      await engine.stop();
+    }
+  });
+});
