@@ -83,6 +83,8 @@ describe('NacosAdapter over gRPC', () => {
     await a.publish(orders, 't2|orders', []);
     await waitUntil(() => shown(r).length === 0);
     expect(a.stats().grpc).toMatchObject({ publishSets: 0 });
+    // The entry is gone at the server too, not left empty.
+    expect(r.grpc?.stats().publishSets).toBe(0);
   });
 
   it('copies live with the connection; byte-identical sets from two connections show once and stay until the last goes', async () => {

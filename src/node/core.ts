@@ -27,6 +27,8 @@ export interface CoreSettings {
   changeDelayMs?: number | undefined;
   adapters?: Readonly<Record<string, AdapterFactory>> | undefined;
   cmdb?: { cache: CmdbCache; describe: string } | undefined;
+  /** The workers' lease TTL (default 5000): a lost shard's connection-bound sets stay published three times as long. */
+  leaseTtlMs?: number | undefined;
 }
 
 /**
@@ -84,7 +86,9 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
   const heartbeats = new HeartbeatScheduler({ logger, observer, mayBeat: (key) => leadership.leads(shardOfKey(key)) });
   const queues = new ShardQueues({ connection: connections.queue, prefix: redisKeys.queues(prefix), changeDelayMs: settings.changeDelayMs }, shardOfKey);
   const liveSets = new LiveSets(redis, prefix);
-  const sets: SetPublisher = new SetPublisher({ liveSets, adapters, shardOf: shardOfKey, logger, activeTask: (taskId): TaskSpec | undefined => engine.activeTask(taskId) });
+  // A replacement for a dead worker may be given shards before the dead one's membership lapses (a lease TTL).
+  const handoverGraceMs = 3 * (settings.leaseTtlMs ?? 5_000);
+  const sets: SetPublisher = new SetPublisher({ liveSets, adapters, shardOf: shardOfKey, logger, handoverGraceMs, activeTask: (taskId): TaskSpec | undefined => engine.activeTask(taskId) });
   // Which addresses each service sync reads matters only for CMDB changes.
   const sourceAddresses = settings.cmdb ? new SourceAddresses() : undefined;
   const engine = new SyncEngine({

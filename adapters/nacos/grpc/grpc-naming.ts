@@ -68,7 +68,13 @@ export class NacosGrpcNaming {
       subscribe: (ref, subscribe) => this.subscribe(ref, subscribe),
       connection: () => ({ generation: this.connection.currentGeneration, ready: this.connection.isReady }),
     });
-    this.sets = new PublishSets({ log: opts.log, send: (ref, instances) => this.sendBatch(ref, instances) });
+    this.sets = new PublishSets({
+      log: opts.log,
+      send: (ref, instances) => this.sendBatch(ref, instances),
+      clear: async (ref, last) => {
+        await this.connection.request(REQUEST.instance, namingRequest(ref, { type: 'deregisterInstance', instance: last }), { auth: true });
+      },
+    });
   }
 
   /** Connects (if not yet) and resolves once the connection is up. */

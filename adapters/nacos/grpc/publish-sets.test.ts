@@ -21,6 +21,7 @@ const inst = (ip: string, metadata: Record<string, string> = {}, over: Partial<I
 
 function recorder() {
   const sent: WireInstance[][] = [];
+  const cleared: string[] = [];
   let fail = false;
   const sets = new PublishSets({
     log,
@@ -29,8 +30,14 @@ function recorder() {
       if (fail) throw new Error('connection down');
       sent.push(instances);
     },
+    clear: async (_ref, last) => {
+      await Promise.resolve();
+      if (fail) throw new Error('connection down');
+      cleared.push(last.ip);
+      sent.push([]);
+    },
   });
-  return { sets, sent, failNext: (v: boolean) => (fail = v) };
+  return { sets, sent, cleared, failNext: (v: boolean) => (fail = v) };
 }
 
 const ips = (batch: WireInstance[] | undefined) => batch?.map((i) => i.ip);
@@ -49,13 +56,14 @@ describe('PublishSets', () => {
     expect(sets.stats()).toEqual({ sets: 1, instances: 1 });
   });
 
-  it('sends an empty set to clear what was published, and nothing for a set never published', async () => {
-    const { sets, sent } = recorder();
+  it('clears the entry (a deregister naming one instance it held) once nothing is left, and sends nothing for a set never published', async () => {
+    const { sets, sent, cleared } = recorder();
     await sets.set(ref, 'o', []);
     expect(sent).toHaveLength(0);
     await sets.set(ref, 'o', [inst('10.0.0.1')]);
     await sets.set(ref, 'o', []);
     expect(sent.map(ips)).toEqual([['10.0.0.1'], []]);
+    expect(cleared).toEqual(['10.0.0.1']);
     expect(sets.stats()).toEqual({ sets: 0, instances: 0 });
   });
 

@@ -5,8 +5,14 @@ import { batchProblem, wireInstance, type WireInstance } from './messages.js';
 
 export interface PublishSetsOptions {
   log: Logger;
-  /** Replaces the connection's whole set for the service (`BatchInstanceRequest`; empty clears it). */
+  /** Replaces the connection's whole set for the service (`BatchInstanceRequest`). */
   send: (ref: ServiceRef, instances: WireInstance[]) => Promise<void>;
+  /**
+   * Removes the connection's entry for the service altogether (`deregisterInstance`, which Nacos
+   * applies to the whole entry whatever instance it names: `last` is one the set held). An empty
+   * batch would leave an empty entry behind on the server.
+   */
+  clear: (ref: ServiceRef, last: WireInstance) => Promise<void>;
 }
 
 interface Entry {
@@ -15,6 +21,8 @@ interface Entry {
   owners: Map<string, readonly Instance[]>;
   /** JSON of the set the live connection holds; undefined when it holds none. */
   sent: string | undefined;
+  /** One instance of that set (what a clear names). */
+  sentOne: WireInstance | undefined;
   /** The last send queued: sends of one service go one after another. */
   tail: Promise<void>;
 }
@@ -45,7 +53,7 @@ export class PublishSets {
     const ephemeral = instances.filter((i) => i.ephemeral && batchProblem(i) === undefined);
     if (!entry) {
       if (ephemeral.length === 0) return Promise.resolve();
-      entry = { ref, owners: new Map(), sent: undefined, tail: Promise.resolve() };
+      entry = { ref, owners: new Map(), sent: undefined, sentOne: undefined, tail: Promise.resolve() };
       this.entries.set(key, entry);
     }
     if (ephemeral.length === 0) entry.owners.delete(owner);
@@ -59,6 +67,7 @@ export class PublishSets {
     const runs: Promise<void>[] = [];
     for (const entry of this.entries.values()) {
       entry.sent = undefined;
+      entry.sentOne = undefined;
       runs.push(this.flush(entry));
     }
     return (await Promise.allSettled(runs)).filter((r) => r.status === 'rejected').length;
@@ -97,8 +106,11 @@ export class PublishSets {
       if (empty && entry.owners.size === 0) this.forget(entry);
       return;
     }
-    await this.opts.send(entry.ref, wire);
+    const last = entry.sentOne;
+    if (empty && last) await this.opts.clear(entry.ref, last);
+    else await this.opts.send(entry.ref, wire);
     entry.sent = empty ? undefined : text;
+    entry.sentOne = wire[0];
     this.opts.log.debug({ service: describeService(entry.ref), instances: wire.length }, 'nacos gRPC publish set sent');
     if (empty && entry.owners.size === 0) this.forget(entry);
   }
