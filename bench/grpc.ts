@@ -123,6 +123,8 @@ export interface SideAtRest {
   /** TCP payload through the relay regsync uses, per second: received = regsync -> registry. */
   bytesReceivedPerS: number;
   bytesSentPerS: number;
+  /** Bytes of the window by port (HTTP relay, gRPC relay). */
+  bytesByPort: { http: ByteCounts; grpc: ByteCounts };
   /** The same per 1,000 copies. */
   per1000: { requestsPerS: number; bytesReceivedPerS: number; bytesSentPerS: number };
 }
@@ -156,7 +158,9 @@ export interface AtRestResult {
 
 export const AT_REST_CPU_TARGET = 0.1;
 
-function side(http: RequestCounts, grpc: Record<string, number>, bytes: ByteCounts, seconds: number, copies: number): SideAtRest {
+function side(http: RequestCounts, grpc: Record<string, number>, relays: ByteProxy[], seconds: number, copies: number): SideAtRest {
+  const bytes = sumBytes(relays);
+  const none = { received: 0, sent: 0 };
   const httpCounts = Object.fromEntries(Object.entries(http).map(([k, w]) => [k, w.count]));
   const n = Object.values(httpCounts).reduce((x, y) => x + y, 0) + Object.values(grpc).reduce((x, y) => x + y, 0);
   const requestsPerS = n / seconds;
@@ -167,6 +171,7 @@ function side(http: RequestCounts, grpc: Record<string, number>, bytes: ByteCoun
     requestsPerS,
     bytesReceivedPerS: bytes.received / seconds,
     bytesSentPerS: bytes.sent / seconds,
+    bytesByPort: { http: relays[0]?.bytes() ?? none, grpc: relays[1]?.bytes() ?? none },
     per1000: { requestsPerS: requestsPerS / k, bytesReceivedPerS: bytes.received / seconds / k, bytesSentPerS: bytes.sent / seconds / k },
   };
 }
@@ -245,8 +250,8 @@ async function atRestRun(
       syncMs,
       idleS: opts.idleS,
       fullSyncIntervalMs: opts.fullSyncIntervalMs,
-      source: side(d.requestsA.window(), grpcRequestDelta(d.a, grpcA), sumBytes(d.proxies.a), seconds, copies),
-      destination: side(d.requestsB.window(), grpcRequestDelta(d.b, grpcB), sumBytes(d.proxies.b), seconds, copies),
+      source: side(d.requestsA.window(), grpcRequestDelta(d.a, grpcA), d.proxies.a, seconds, copies),
+      destination: side(d.requestsB.window(), grpcRequestDelta(d.b, grpcB), d.proxies.b, seconds, copies),
       bytesCounted: !opts.direct,
       udpPushes: d.a.pusher.stats().sent - udpBefore,
       grpcPushes: (d.a.grpc?.stats().pushesSent ?? 0) - pushBefore,

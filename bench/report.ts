@@ -333,7 +333,8 @@ export function formatReport(r: BenchResult): string {
   for (const run of r.rest?.runs ?? []) {
     const counts = (x: SideAtRest) =>
       [...Object.entries(x.http).map(([k, n]) => `${k} ${(n / run.idleS).toFixed(1)}/s`), ...Object.entries(x.grpc).map(([k, n]) => `gRPC ${k} ${(n / run.idleS).toFixed(1)}/s`)].join(', ') || 'none';
-    const bytes = (x: SideAtRest) => `${kib(x.bytesReceivedPerS)}/s received, ${kib(x.bytesSentPerS)}/s sent`;
+    const bytes = (x: SideAtRest) =>
+      `${kib(x.bytesReceivedPerS)}/s received, ${kib(x.bytesSentPerS)}/s sent (HTTP port ${kib(x.bytesByPort.http.received / run.idleS)}/s in, ${kib(x.bytesByPort.http.sent / run.idleS)}/s out; gRPC port ${kib(x.bytesByPort.grpc.received / run.idleS)}/s in, ${kib(x.bytesByPort.grpc.sent / run.idleS)}/s out)`;
     out.push(
       `  (R ${run.protocol}) ${int(run.copies)} copies synced in ${run.syncMs === undefined ? 'n/a' : seconds(run.syncMs)}; then ${run.idleS} s at rest, task fullSyncIntervalMs ${int(run.fullSyncIntervalMs)} (${run.idleS * 1000 > run.fullSyncIntervalMs ? 'at least one full sync of every service sync in the window' : 'NO full sync in the window: the cost without full syncs'})`,
       `      ${int(pollsAndBeats(run))} watch polls, source reads and beats; destination reads per service sync and full-sync interval ${destinationReadsPerFullSync(run).toFixed(2)}`,
