@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 
 /** The phases of a run, in the order they run. */
-export const PHASES = ['raw', 'cold', 'latency', 'zk', 'shards'] as const;
+export const PHASES = ['raw', 'cold', 'latency', 'zk', 'rest', 'grpc-latency', 'grpc-cold', 'shards'] as const;
 export type Phase = (typeof PHASES)[number];
 
 /** What one run measures and how hard it pushes. */
@@ -33,6 +33,18 @@ export interface BenchArgs {
   shardServices: number;
   /** Lease TTL of a shard's leadership in the sharded phase (`regsync worker --lease-ttl-ms`). */
   shardLeaseTtlMs: number;
+  /** Services and ephemeral instances per service of the at-rest phase (HTTP vs gRPC). */
+  restServices: number;
+  restInstances: number;
+  /** Seconds of the at-rest window, and the task's `fullSyncIntervalMs` (the window covers at least one full sync). */
+  restIdleS: number;
+  restFullSyncMs: number;
+  /** Protocols of the at-rest phase, each a run of its own. */
+  restProtocols: Array<'v1' | 'grpc'>;
+  /** The at-rest phase without the byte-counting relays (regsync talks to the registries directly; no bytes counted). */
+  restDirect: boolean;
+  /** Push merge windows of the registries in the gRPC latency phase, one run each. */
+  mergeWindows: number[];
   /** Phases to run (default all). */
   only: Phase[];
   json: boolean;
@@ -78,7 +90,19 @@ export const USAGE = `usage: npm run bench -- [options]
   --shard-services <n>  services (one instance each) of the sharded phase: 3 workers, 8 shards,
                       2 replicas (default 20000; --quick 2000)
   --shard-lease-ttl-ms <ms>  lease TTL of the sharded phase's workers (default 5000, regsync's)
-  --only <list>       phases to run, comma separated: raw,cold,latency,zk,shards (default all)
+  --rest-services <n> services of the at-rest phase, HTTP vs gRPC (default 2000; --quick 200)
+  --rest-instances <n> ephemeral instances per service there (default 10; --quick 5)
+  --rest-idle <s>     seconds at rest (default 15; --quick 5); longer than --rest-full-sync-ms for
+                      the window to hold a full sync (shorter: the cost without full syncs)
+  --rest-full-sync-ms <ms>  the at-rest task's fullSyncIntervalMs (default 10000; --quick 3000)
+  --rest-protocols <list>  protocols of the at-rest phase, one run each: v1,grpc (default both;
+                      grpc alone for 20,000 x 10, where HTTP would need ~44,000 requests/s)
+  --rest-direct       at rest, regsync talks to the registries directly, without the byte-counting
+                      relays (bytes are not counted), to tell their cost apart
+  --merge-windows <list>  push merge windows (ms) of the registries in grpc-latency, one run each
+                      (default 500,20; --quick 500)
+  --only <list>       phases to run, comma separated: raw,cold,latency,zk,rest,grpc-latency,
+                      grpc-cold,shards (default all)
   --profile           write a CPU profile of the regsync process (node --cpu-prof) and print
                       where its time went; best with --only (one phase per profile)
   --profile-dir <dir> where the profile goes (default dist/bench-profiles; implies --profile)
@@ -135,6 +159,13 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
         'zk-providers': { type: 'string' },
         'shard-services': { type: 'string' },
         'shard-lease-ttl-ms': { type: 'string' },
+        'rest-services': { type: 'string' },
+        'rest-instances': { type: 'string' },
+        'rest-idle': { type: 'string' },
+        'rest-full-sync-ms': { type: 'string' },
+        'merge-windows': { type: 'string' },
+        'rest-protocols': { type: 'string' },
+        'rest-direct': { type: 'boolean' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -153,6 +184,14 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
   }
   const shardServices = positiveInt('shard-services', v['shard-services'], quick ? 2_000 : 20_000);
   if (shardServices > 1_000_000) throw new UsageError('--shard-services must stay below one million');
+  const restServices = positiveInt('rest-services', v['rest-services'], quick ? 200 : 2_000);
+  const restInstances = positiveInt('rest-instances', v['rest-instances'], quick ? 5 : 10);
+  const restIdleS = positiveInt('rest-idle', v['rest-idle'], quick ? 5 : 15);
+  const restFullSyncMs = positiveInt('rest-full-sync-ms', v['rest-full-sync-ms'], quick ? 3_000 : 10_000);
+  if (restServices * restInstances > 16_000_000) throw new UsageError('--rest-services x --rest-instances must stay below 16 million');
+  const restProtocols = (v['rest-protocols'] ?? 'v1,grpc').split(',').map((x) => x.trim());
+  for (const x of restProtocols) if (x !== 'v1' && x !== 'grpc') throw new UsageError(`--rest-protocols: unknown protocol "${x}" (expected v1, grpc)`);
+  const mergeWindows = (v['merge-windows'] ?? (quick ? '500' : '500,20')).split(',').map((x) => positiveInt('merge-windows', x.trim(), 500));
   if (services * instances > 16_000_000) throw new UsageError('--services x --instances must stay below 16 million (one 10.x.y.z address each)');
   return {
     services,
@@ -169,6 +208,13 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
     zkProviders: positiveInt('zk-providers', v['zk-providers'], 5),
     shardServices,
     shardLeaseTtlMs: positiveInt('shard-lease-ttl-ms', v['shard-lease-ttl-ms'], 5_000),
+    restServices,
+    restInstances,
+    restIdleS,
+    restFullSyncMs,
+    restDirect: v['rest-direct'] ?? false,
+    restProtocols: restProtocols as Array<'v1' | 'grpc'>,
+    mergeWindows,
     only: PHASES.filter((p) => only.includes(p)),
     json: v.json ?? false,
     quick,

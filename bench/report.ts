@@ -8,6 +8,7 @@ import type { LatencyResult } from './propagation.js';
 import type { RawWriteResult } from './raw-write.js';
 import type { QueueStats } from './regsync.js';
 import type { RequestCounts } from './request-counter.js';
+import type { AtRestResult, AtRestRun, GrpcColdResult, GrpcLatencyResult, SideAtRest } from './grpc.js';
 import type { ShardedResult } from './sharded.js';
 import { int, millis, percent, seconds, table } from './stats.js';
 
@@ -39,6 +40,12 @@ export interface BenchResult {
   cold: (ColdSyncResult & { pairs: ColdSyncPair[]; ratioToRaw: number | undefined; target: number; met: boolean | undefined }) | undefined;
   latency: (LatencyResult & { targetP99Ms: number; met: boolean }) | undefined;
   zk: ZooKeeperColdSyncResult | undefined;
+  /** At rest, HTTP (v1) and gRPC clusters in one run. */
+  rest: AtRestResult | undefined;
+  grpcLatency: GrpcLatencyResult | undefined;
+  grpcCold: GrpcColdResult | undefined;
+  /** CPU profiles of the regsync processes of the gRPC phases (with --profile). */
+  grpcProfiles?: ProfileSummary[];
   shards: ShardedResult | undefined;
   regsync:
     | {
@@ -91,6 +98,33 @@ function perSecond(counts: RequestCounts, seconds: number): string {
       .map(([k, w]) => `${k} ${(w.count / seconds).toFixed(w.count / seconds < 10 ? 1 : 0)}/s`)
       .join(', ') || 'none'
   );
+}
+
+const kib = (bytesPerS: number) => (bytesPerS >= 10 * 1024 ? `${int(bytesPerS / 1024)} KiB` : `${(bytesPerS / 1024).toFixed(1)} KiB`);
+
+const AT_REST_CPU_TARGET_FALLBACK = 0.1;
+/** The size the at-rest CPU target is set for (20,000 services x 10 copies). */
+const AT_REST_TARGET_COPIES = 200_000;
+
+/** Requests at rest that are neither a service-list poll (Nacos pushes nothing about services) nor a full sync's read of the destination. */
+export function pollsAndBeats(run: AtRestRun): number {
+  const beats = (x: SideAtRest) => Object.entries(x.http).reduce((n, [k, c]) => (/beat|\(subscribe\)|\/v3\//.test(k) ? n + c : n), 0);
+  // The source is read from the subscription's pushes: any instance read of A is a poll.
+  const sourceReads = Object.entries(run.source.http).reduce((n, [k, c]) => (/instance\/list/.test(k) ? n + c : n), 0) + (run.source.grpc.ServiceQueryRequest ?? 0);
+  return beats(run.source) + beats(run.destination) + sourceReads;
+}
+
+/** Destination reads per service sync and full-sync interval (about 1: each full sync reads B once). */
+export function destinationReadsPerFullSync(run: AtRestRun): number {
+  const reads = Object.entries(run.destination.http).reduce((n, [k, c]) => (/instance\/list/.test(k) ? n + c : n), 0) + (run.destination.grpc.ServiceQueryRequest ?? 0);
+  return reads / Math.max(1, (run.services * run.idleS * 1000) / run.fullSyncIntervalMs);
+}
+
+function restVerdict(run: AtRestRun, cpuTarget: number): string {
+  const quiet = pollsAndBeats(run) === 0;
+  if (run.idleS * 1000 <= run.fullSyncIntervalMs) return `${quiet ? 'MET' : 'MISSED'} (polls/beats); no full sync in the window`;
+  if (run.copies < AT_REST_TARGET_COPIES) return `${quiet ? 'MET' : 'MISSED'} (polls/beats); CPU n/a below 20,000 x 10`;
+  return verdict(quiet && (run.cpu.regsync ?? 1) < cpuTarget);
 }
 
 const mib = (x: number | undefined) => (x === undefined ? 'n/a' : `${Math.round(x)} MiB`);
@@ -193,6 +227,37 @@ export function formatReport(r: BenchResult): string {
       verdict(r.latency.met) + disturbed(r.latency.cpu),
     ]);
   }
+  for (const run of r.rest?.runs ?? []) {
+    const per = (x: SideAtRest) => `${x.per1000.requestsPerS.toFixed(1)} req/s, ${kib(x.per1000.bytesReceivedPerS)}/s in`;
+    rows.push([
+      'R',
+      `at rest over ${run.protocol === 'grpc' ? 'gRPC' : 'HTTP (v1)'}`,
+      `${int(run.services)} x ${run.instances} ephemeral: regsync ${core(run.cpu.regsync)} of a core; per 1,000 copies: source ${per(run.source)}, destination ${per(run.destination)}`,
+      run.protocol === 'grpc' ? `no polls, no beats; < ${percent(r.rest?.cpuTarget ?? 0.1)} of a core for 20,000 x 10` : 'reference',
+      (run.protocol === 'grpc' ? restVerdict(run, r.rest?.cpuTarget ?? AT_REST_CPU_TARGET_FALLBACK) : '') + disturbed(run.cpu),
+    ]);
+  }
+  for (const run of r.grpcLatency?.runs ?? []) {
+    const l = run.regsyncMs;
+    rows.push([
+      'L',
+      `propagation over gRPC (merge ${run.mergeWindowMs} ms)`,
+      `p50 ${millis(l.p50)}, p90 ${millis(l.p90)}, p99 ${millis(l.p99)}, max ${millis(l.max)}; registry's push p99 ${millis(run.pushMs.p99)} = ${run.ratioP99.toFixed(2)}x${run.lost > 0 ? `, ${run.lost} lost` : ''}`,
+      `p99 <= ${r.grpcLatency?.targetRatio ?? 2}x push p99`,
+      verdict(run.lost === 0 && run.ratioP99 <= (r.grpcLatency?.targetRatio ?? 2)) + disturbed(run.cpu),
+    ]);
+  }
+  if (r.grpcCold) {
+    const c = r.grpcCold.median;
+    rows.push([
+      'C',
+      'cold full sync over gRPC',
+      `${int(r.grpcCold.services * r.grpcCold.instances)} copies in ${c.elapsedMs === undefined ? 'TIMED OUT' : seconds(c.elapsedMs)}, ${c.copiesPerSecond === undefined ? 'n/a' : int(c.copiesPerSecond)} copies/s` +
+        (c.ratio === undefined ? '' : ` = ${percent(c.ratio)} of ${int(c.rawCopiesPerSecond as number)} batch-published/s`),
+      'figure (vs raw batch publish)',
+      disturbed(r.grpcCold.cpu).trim(),
+    ]);
+  }
   if (r.shards) {
     const s = r.shards;
     const f = s.failover;
@@ -265,6 +330,34 @@ export function formatReport(r: BenchResult): string {
       `      requests to B: ${requestsLine(l.requestsToB)}`,
     );
   }
+  for (const run of r.rest?.runs ?? []) {
+    const counts = (x: SideAtRest) =>
+      [...Object.entries(x.http).map(([k, n]) => `${k} ${(n / run.idleS).toFixed(1)}/s`), ...Object.entries(x.grpc).map(([k, n]) => `gRPC ${k} ${(n / run.idleS).toFixed(1)}/s`)].join(', ') || 'none';
+    const bytes = (x: SideAtRest) =>
+      `${kib(x.bytesReceivedPerS)}/s received, ${kib(x.bytesSentPerS)}/s sent (HTTP port ${kib(x.bytesByPort.http.received / run.idleS)}/s in, ${kib(x.bytesByPort.http.sent / run.idleS)}/s out; gRPC port ${kib(x.bytesByPort.grpc.received / run.idleS)}/s in, ${kib(x.bytesByPort.grpc.sent / run.idleS)}/s out)`;
+    out.push(
+      `  (R ${run.protocol}) ${int(run.copies)} copies synced in ${run.syncMs === undefined ? 'n/a' : seconds(run.syncMs)}; then ${run.idleS} s at rest, task fullSyncIntervalMs ${int(run.fullSyncIntervalMs)} (${run.idleS * 1000 > run.fullSyncIntervalMs ? 'at least one full sync of every service sync in the window' : 'NO full sync in the window: the cost without full syncs'})`,
+      `      ${int(pollsAndBeats(run))} watch polls, source reads and beats; destination reads per service sync and full-sync interval ${destinationReadsPerFullSync(run).toFixed(2)}`,
+      `      source A: ${run.source.requestsPerS.toFixed(1)} req/s (${counts(run.source)}); ${bytes(run.source)}; UDP pushes ${int(run.udpPushes)}, gRPC pushes ${int(run.grpcPushes)}`,
+      `      destination B: ${run.destination.requestsPerS.toFixed(1)} req/s (${counts(run.destination)}); ${bytes(run.destination)}`,
+      `      CPU: ${cpuLine(run.cpu)}`,
+    );
+  }
+  for (const run of r.grpcLatency?.runs ?? []) {
+    const p = run.pushMs;
+    out.push(
+      `  (L ${run.mergeWindowMs} ms) ${int(run.sent)} changes at ${run.rate}/s; plain subscriber's push: p50 ${millis(p.p50)}, p90 ${millis(p.p90)}, p99 ${millis(p.p99)}, max ${millis(p.max)} (${int(run.pushes)} pushes, ${run.lostPushes} changes never pushed); ${run.lost} copies never in B`,
+      `      CPU: ${cpuLine(run.cpu)}`,
+    );
+  }
+  if (r.grpcCold) {
+    out.push(
+      `  (C) rounds (raw batch-published/s -> cold copies/s = ratio): ${r.grpcCold.rounds
+        .map((x) => `${x.rawCopiesPerSecond === undefined ? 'n/a' : int(x.rawCopiesPerSecond)} -> ${x.copiesPerSecond === undefined ? 'TIMED OUT' : int(x.copiesPerSecond)}${x.ratio === undefined ? '' : ` = ${(x.ratio * 100).toFixed(1)}%`}`)
+        .join('; ')}; raw generator thread busy ${r.grpcCold.rounds.map((x) => (x.rawGeneratorLoop === undefined ? 'n/a' : percent(x.rawGeneratorLoop))).join(', ')}`,
+      ...(r.grpcCold.cpu ? [`      CPU (middle round): ${cpuLine(r.grpcCold.cpu)}`] : []),
+    );
+  }
   if (r.regsync) {
     const g = r.regsync;
     out.push(
@@ -276,6 +369,6 @@ export function formatReport(r: BenchResult): string {
   }
   if (r.shards) out.push(...shardedLines(r.shards));
   for (const e of r.errors) out.push(`  ERROR ${e}`);
-  for (const s of r.regsync?.profile ?? []) out.push('', formatProfileSummary(s));
+  for (const s of [...(r.regsync?.profile ?? []), ...(r.grpcProfiles ?? [])]) out.push('', formatProfileSummary(s));
   return out.join('\n');
 }

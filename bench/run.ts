@@ -12,6 +12,7 @@ import { measureRawWrites } from './raw-write.js';
 import { COLD_SYNC_TARGET, formatReport, LATENCY_P99_TARGET_MS, type BenchResult } from './report.js';
 import { RedisCommandMeter } from './redis-commands.js';
 import { callApi, logProblems, QueueSampler, repoRoot, startRegsyncUp, type RegsyncUp } from './regsync.js';
+import { grpcProfiles, measureAtRest, measureGrpcCold, measureGrpcLatency } from './grpc.js';
 import { measureSharded } from './sharded.js';
 
 /*
@@ -59,6 +60,9 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
     cold: undefined,
     latency: undefined,
     zk: undefined,
+    rest: undefined,
+    grpcLatency: undefined,
+    grpcCold: undefined,
     shards: undefined,
     regsync: undefined,
     errors: [],
@@ -85,6 +89,7 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
         result.errors.push(`setup of phases 2-4: ${describe(err)}`);
       }
     }
+    await runGrpcPhases(args, result, phaseMs);
     if (args.only.includes('shards')) {
       const n = args.shardServices.toLocaleString('en-US');
       progress(`(5) sharded sync: ${n} services x 1 instance over ${SHARD_WORKERS} workers (${SHARD_COUNT} shards, ${SHARD_REPLICAS} replicas), its own redis-server and registries`);
@@ -112,6 +117,42 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
   } finally {
     result.durationMs = performance.now() - started;
   }
+}
+
+/** The Nacos gRPC phases, each with deployments of its own (see grpc.ts). */
+async function runGrpcPhases(args: BenchArgs, result: BenchResult, phaseMs: number): Promise<void> {
+  const common = { profileDir: args.profileDir, nodeFlags: args.regsyncNodeFlags };
+  if (args.only.includes('rest')) {
+    try {
+      result.rest = await measureAtRest(
+        { services: args.restServices, instances: args.restInstances, idleS: args.restIdleS, fullSyncIntervalMs: args.restFullSyncMs, protocols: args.restProtocols, direct: args.restDirect, ...common },
+        phaseMs,
+        progress,
+      );
+    } catch (err) {
+      result.errors.push(`at-rest phase: ${describe(err)}`);
+    }
+  }
+  if (args.only.includes('grpc-latency')) {
+    try {
+      result.grpcLatency = await measureGrpcLatency({ changes: args.changes, rate: args.rate, mergeWindows: args.mergeWindows, ...common }, phaseMs, progress);
+    } catch (err) {
+      result.errors.push(`grpc latency phase: ${describe(err)}`);
+    }
+  }
+  if (args.only.includes('grpc-cold')) {
+    progress(`grpc-cold: ${args.services.toLocaleString('en-US')} services x ${args.instances} instances, ${args.coldRounds} round(s)`);
+    try {
+      result.grpcCold = await measureGrpcCold(
+        { services: args.services, instances: args.instances, rounds: args.coldRounds, concurrency: args.concurrency, warmupServices: args.coldWarmupServices, ...common },
+        phaseMs,
+        progress,
+      );
+    } catch (err) {
+      result.errors.push(`grpc cold sync phase: ${describe(err)}`);
+    }
+  }
+  if (grpcProfiles.length > 0) result.grpcProfiles = grpcProfiles;
 }
 
 /**
