@@ -4,7 +4,6 @@ import type { NacosRequestErrorCode } from '../nacos-request-error.js';
 import type { NacosTokenSource } from '../nacos-token-source.js';
 import { NacosRequestError } from '../nacos-request-error.js';
 import type { ServiceRef } from '../wire.js';
-import { Semaphore } from '../semaphore.js';
 import { WireFormatError } from '../wire-format-error.js';
 import { GrpcConnection, type GrpcConnectionStats, type GrpcEndpoint, type GrpcTimings } from './grpc-connection.js';
 import { namingRequest, readServiceInfo, REQUEST, wireInstance, type ServiceInfoRead, type WireInstance } from './messages.js';
@@ -31,13 +30,6 @@ export interface GrpcNamingStats extends GrpcConnectionStats {
   publishedInstances: number;
 }
 
-/**
- * Subscribes in flight at most. A `*` task watches every service at once, and a reconnect
- * subscribes everything again: unbounded, 20,000 subscribes outwait their deadline and the health
- * check behind them, the connection is dropped and the next replay starts the same flood.
- */
-const SUBSCRIBES_IN_FLIGHT = 64;
-
 /** The server advertises persistent instances over gRPC (Nacos 2.3+). */
 const PERSISTENT_ABILITY = 'supportPersistentInstanceByGrpc';
 
@@ -52,7 +44,6 @@ export class NacosGrpcNaming {
   private readonly subscriptions: GrpcSubscriptions;
   private readonly sets: PublishSets;
   private readonly log: Logger;
-  private readonly subscribeSlots = new Semaphore(SUBSCRIBES_IN_FLIGHT);
   private closed = false;
 
   constructor(private readonly opts: GrpcNamingOptions) {
@@ -152,7 +143,9 @@ export class NacosGrpcNaming {
   }
 
   private async subscribe(ref: ServiceRef, subscribe: boolean): Promise<ServiceInfoRead | undefined> {
-    const body = await this.subscribeSlots.run(() => this.connection.request(REQUEST.subscribeService, namingRequest(ref, { subscribe, clusters: '' }), { auth: true }));
+    // Bounded with every other request by the connection's maxConcurrency: a `*` task's thousands of
+    // subscribes (and their replay after a reconnect) queue rather than outwait their deadlines.
+    const body = await this.connection.request(REQUEST.subscribeService, namingRequest(ref, { subscribe, clusters: '' }), { auth: true });
     return subscribe ? this.serviceInfoOf(body.serviceInfo, REQUEST.subscribeService) : undefined;
   }
 
