@@ -22,6 +22,10 @@ interface Recorder {
   stream: ReadPayload[];
   /** Writes a server request on the adapter's stream. */
   send(type: string, body: Record<string, unknown>): void;
+  /** While set, `ServiceQueryRequest`s are answered only by {@link releaseHeld}. */
+  holdQueries: boolean;
+  held: Array<() => void>;
+  releaseHeld(): void;
   close(): Promise<void>;
 }
 
@@ -31,6 +35,7 @@ async function recordingServer(): Promise<Recorder> {
   const unary: ReadPayload[] = [];
   const stream: ReadPayload[] = [];
   const streams: Array<grpc.ServerDuplexStream<Payload, Payload>> = [];
+  const recorder = { holdQueries: false, held: [] as Array<() => void> } as Recorder;
   const answers: Record<string, [string, Record<string, unknown>]> = {
     ServerCheckRequest: ['ServerCheckResponse', { connectionId: '1_127.0.0.1_1', supportAbilityNegotiation: true }],
     SubscribeServiceRequest: ['SubscribeServiceResponse', { serviceInfo: { name: 'orders', groupName: 'DEFAULT_GROUP', clusters: '', hosts: [], allIPs: false } }],
@@ -44,7 +49,9 @@ async function recordingServer(): Promise<Recorder> {
       const read = readPayload(call.request);
       unary.push(read);
       const [type, fields] = answers[read.type] ?? ['ErrorResponse', { resultCode: 500, errorCode: 302 }];
-      callback(null, toPayload(type, { resultCode: 200, errorCode: 0, ...fields, success: true }));
+      const answer = () => callback(null, toPayload(type, { resultCode: 200, errorCode: 0, ...fields, success: true }));
+      if (recorder.holdQueries && read.type === 'ServiceQueryRequest') recorder.held.push(answer);
+      else answer();
     },
   });
   server.addService(BiRequestStream.service, {
@@ -61,15 +68,22 @@ async function recordingServer(): Promise<Recorder> {
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound))),
   );
-  return {
+  Object.assign(recorder, {
     port,
     unary,
     stream,
-    send: (type, body) => {
+    send: (type: string, body: Record<string, unknown>) => {
       for (const s of streams) s.write(toPayload(type, body));
     },
-    close: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())),
-  };
+    releaseHeld: () => {
+      for (const answer of recorder.held.splice(0)) answer();
+    },
+    close: async () => {
+      // Calls held unanswered would keep a graceful shutdown waiting.
+      server.forceShutdown();
+    },
+  });
+  return recorder;
 }
 
 const recorders: Recorder[] = [];
@@ -79,11 +93,11 @@ afterEach(async () => {
   await Promise.all(recorders.splice(0).map((r) => r.close()));
 });
 
-async function setup(): Promise<{ rec: Recorder; adapter: NacosAdapter }> {
+async function setup(options: Record<string, unknown> = {}): Promise<{ rec: Recorder; adapter: NacosAdapter }> {
   const rec = await recordingServer();
   recorders.push(rec);
   // HTTP is never asked: the endpoint's HTTP port is closed on purpose (port 1 on loopback).
-  const adapter = createNacosAdapter({ id: 'w', kind: 'nacos', endpoints: ['127.0.0.1:1'], labels: {}, options: { apiVersion: 'grpc', grpcPort: rec.port, requestTimeoutMs: 2_000 } }, { logger: silent });
+  const adapter = createNacosAdapter({ id: 'w', kind: 'nacos', endpoints: ['127.0.0.1:1'], labels: {}, options: { apiVersion: 'grpc', grpcPort: rec.port, requestTimeoutMs: 2_000, ...options } }, { logger: silent });
   adapters.push(adapter);
   return { rec, adapter };
 }
@@ -176,6 +190,20 @@ describe('Nacos gRPC frames regsync sends', () => {
     expect(rec.stream.find((f) => f.type === 'ConnectResetResponse')?.body).toMatchObject({ resultCode: 200, requestId: '5' });
     expect(rec.unary.filter((f) => f.type === 'ServerCheckRequest')).toHaveLength(2);
     await waitUntil(() => adapter.stats().grpc?.state === 'ready' && adapter.stats().grpc?.reconnects === 1);
+  });
+
+  it('keeps at most maxConcurrency requests in flight on the connection; the rest queue', async () => {
+    const { rec, adapter } = await setup({ maxConcurrency: 3 });
+    await adapter.listServices({ namespace: 'public', group: 'DEFAULT_GROUP' });
+    rec.holdQueries = true;
+    const reads = Array.from({ length: 10 }, (_, i) => adapter.listInstances({ namespace: 'public', group: 'DEFAULT_GROUP', name: `s${i}` }));
+    await waitUntil(() => rec.held.length === 3);
+    // Unlimited, the ten go out in one burst; limited, the fourth waits for an answer.
+    expect(rec.unary.filter((f) => f.type === 'ServiceQueryRequest')).toHaveLength(3);
+    rec.holdQueries = false;
+    rec.releaseHeld();
+    expect(await Promise.all(reads)).toHaveLength(10);
+    expect(rec.unary.filter((f) => f.type === 'ServiceQueryRequest')).toHaveLength(10);
   });
 
   it('reads both spellings of the all-IPs flag, and the plain name apart from its group', () => {
