@@ -371,7 +371,7 @@ export class NacosAdapter implements RegistryAdapter {
     if (wanted === 'v1' || wanted === 'v3') return undefined;
     const endpoints = this.grpcEndpoints();
     if (wanted === 'auto') {
-      const answers = await Promise.all(endpoints.map((e) => answersGrpc(e, Math.min(3_000, this.options.requestTimeoutMs))));
+      const answers = await Promise.all(endpoints.map((e, i) => answersGrpc(e, Math.min(3_000, this.options.requestTimeoutMs), this.endpoints[i]?.port)));
       if (!answers.includes(true)) {
         // Unreachable altogether rejects here, and the choice is made again at the next use.
         const api = await this.api();

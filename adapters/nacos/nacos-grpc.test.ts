@@ -67,6 +67,10 @@ describe('NacosAdapter over gRPC', () => {
     expect(await http.resolveApiVersion()).toBe('v1');
     expect(await http.connectionBound()).toBe(false);
     expect(http.stats().grpc).toBeUndefined();
+
+    // Another registry's gRPC port where this one's would be: not taken for this one's.
+    const other = adapter({ endpoint: httpOnly.endpoint, grpcPort: withGrpc.grpcPort }, { apiVersion: 'auto' });
+    expect(await other.resolveApiVersion()).toBe('v1');
   });
 
   it('publishes an owner’s desired set whole, merges owners, and shrinks and clears it', async () => {

@@ -118,7 +118,7 @@ export async function startRegistry(options: RegistryOptions = {}): Promise<Runn
   try {
     const grpcPort = grpcPortFor(options.grpcPort, options.port ?? 8848);
     if (grpcPort !== undefined) {
-      grpc = await startGrpcServer({ store, auth, timings, cmdb: options.cmdb, logger: options.logger ?? silentLogger() }, host, grpcPort, options.grpc);
+      grpc = await startGrpcServer({ store, auth, timings, cmdb: options.cmdb, logger: options.logger ?? silentLogger(), httpPort: port }, host, grpcPort, options.grpc);
     }
   } catch (err) {
     await app.close();

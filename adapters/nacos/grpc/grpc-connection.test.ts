@@ -108,4 +108,10 @@ describe('GrpcConnection', () => {
     expect(await answersGrpc(endpointOf(await freePort()), 2_000)).toBe(false);
     expect(await answersGrpc(endpointOf(r.port), 2_000)).toBe(false);
   });
+
+  it('answersGrpc does not take another registry’s gRPC port for this one’s (the embedded registry names its HTTP port)', async () => {
+    const r = await registry();
+    expect(await answersGrpc(endpointOf(r.grpcPort as number), 2_000, r.port)).toBe(true);
+    expect(await answersGrpc(endpointOf(r.grpcPort as number), 2_000, r.port + 1)).toBe(false);
+  });
 });

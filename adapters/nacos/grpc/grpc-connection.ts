@@ -486,9 +486,11 @@ function deserialize(bytes: Buffer): Payload {
 
 /**
  * Whether a Nacos SDK gRPC server answers `ServerCheckRequest` at the endpoint within `timeoutMs`
- * (any Nacos answer counts, "starting" too): what `apiVersion: auto` asks before choosing gRPC.
+ * (any Nacos answer counts, "starting" too): what `apiVersion: auto` asks before choosing gRPC. A
+ * server that names another HTTP port than `httpPort` in its answer (regsync's embedded registry
+ * names its own) belongs to another registry and does not count.
  */
-export async function answersGrpc(endpoint: GrpcEndpoint, timeoutMs: number): Promise<boolean> {
+export async function answersGrpc(endpoint: GrpcEndpoint, timeoutMs: number, httpPort?: number): Promise<boolean> {
   const client = new grpc.Client(`${endpoint.host.includes(':') ? `[${endpoint.host}]` : endpoint.host}:${endpoint.port}`, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
   try {
     return await new Promise<boolean>((resolve) => {
@@ -502,8 +504,8 @@ export async function answersGrpc(endpoint: GrpcEndpoint, timeoutMs: number): Pr
         (err, response) => {
           if (err || !response) return resolve(false);
           try {
-            readPayload(response);
-            resolve(true);
+            const named = readPayload(response).body.httpPort;
+            resolve(httpPort === undefined || typeof named !== 'number' || named === httpPort);
           } catch {
             resolve(false);
           }

@@ -37,6 +37,12 @@ export interface GrpcServerContext {
   cmdb: LabelSource | undefined;
   /** The registry's root logger; the server logs as component `registry-grpc`. */
   logger: Logger;
+  /**
+   * The registry's HTTP port, named in every `ServerCheckResponse` (a field Nacos does not send and
+   * its clients ignore): a client that found this server at an endpoint's HTTP port + 1000 can tell
+   * that it belongs to another registry (a free port given at random may be another's + 1000).
+   */
+  httpPort?: number | undefined;
 }
 
 /** Counters for tests and metrics. */
@@ -111,7 +117,8 @@ export async function startGrpcServer(ctx: GrpcServerContext, host: string, port
   function answerUnary(peer: string, payload: Payload): { type: string; body: Record<string, unknown> } {
     const type = payload.metadata?.type ?? '';
     if (type === REQUEST.serverCheck) {
-      return { type: 'ServerCheckResponse', body: okBody({ connectionId: table.connectionIdFor(peer), supportAbilityNegotiation: true }) };
+      const httpPort = ctx.httpPort === undefined ? {} : { httpPort: ctx.httpPort };
+      return { type: 'ServerCheckResponse', body: okBody({ connectionId: table.connectionIdFor(peer), supportAbilityNegotiation: true, ...httpPort }) };
     }
     if (!INTERNAL.has(type) && !isNamingRequest(type)) {
       log.debug({ peer, type }, 'grpc request without handler');
