@@ -1,4 +1,4 @@
-// Makes sure the system packages the tests need are present: redis-server, ZooKeeper (Debian's
+// Makes sure the system packages the tests need are present: redis-server, dig (dnsutils), ZooKeeper (Debian's
 // /usr/share/java/zookeeper.jar), java, and Debian's chromium (/usr/bin/chromium), which
 // playwright-core drives in the dashboard's browser test (Debian's build, because Playwright's own
 // browser download comes from a host outside the package registries). Plain Node ESM with node:
@@ -47,6 +47,8 @@ export function missingSystemPackages({ chromium = true } = {}) {
   if (zookeeperMissing) missing.push('zookeeper');
   if (!findExecutable('java') && !zookeeperMissing) missing.push('default-jre-headless');
   if (chromium && !existsSync(CHROMIUM)) missing.push('chromium');
+  // The DNS interface is tested with Debian's dig.
+  if (!findExecutable('dig')) missing.push('dnsutils');
   return missing;
 }
 
@@ -96,7 +98,7 @@ function install(packages) {
 }
 
 /**
- * Checks for redis-server, ZooKeeper, java and chromium; installs what is missing with apt-get when running as root
+ * Checks for redis-server, ZooKeeper, java, chromium and dig; installs what is missing with apt-get when running as root
  * on a machine that has apt-get, otherwise prints `regsync tests need: apt-get install -y ...`.
  *
  * @param {{chromium?: boolean}} [options] see {@link missingSystemPackages}.
@@ -107,7 +109,7 @@ export function ensureSystemPackages(options = {}) {
   if (missing.length === 0) {
     console.log(
       `regsync tests: system packages present (redis-server ${findExecutable('redis-server')}, ` +
-        `zookeeper ${ZOOKEEPER_JAR}, java ${findExecutable('java')}` +
+        `zookeeper ${ZOOKEEPER_JAR}, java ${findExecutable('java')}, dig ${findExecutable('dig')}` +
         `${options.chromium === false ? '' : `, chromium ${CHROMIUM}`})`,
     );
     return 0;
