@@ -128,8 +128,9 @@ interface Held {
  *   {@link META_DNS_PORT_NAME}, else {@link PORT_NAME_FALLBACK_KEYS}; instances without any get
  *   no port name. The `port` node of `_<name>._<proto>` carries the first such port.
  * - Names longer than 253 characters cannot be sent; they are left out and logged once.
- * - Serve stale: {@link markStale} sets `staleSince` on every service with instances from that
- *   cluster (the earliest, when several of its clusters are stale); {@link markFresh} clears it.
+ * - Serve stale: {@link markStale} sets `staleSince` on every service that cluster holds (the
+ *   earliest, when several of its clusters are stale); {@link markFresh} clears it. Both rebuild
+ *   those services: rare events, linear in the services of the catalogue.
  *
  * Cost: a put or remove rebuilds that one service and writes only the index names it gains, loses
  * or changes (plus, on a hand-over, the names of the service that takes a name over); lookups are
@@ -311,7 +312,7 @@ export class DnsCatalogue implements ZoneLookup {
     let staleSince: number | undefined;
     for (const [c, view] of held.byCluster) {
       const since = this.stale.get(c);
-      if (since !== undefined && view.instances.length > 0) staleSince = staleSince === undefined ? since : Math.min(staleSince, since);
+      if (since !== undefined) staleSince = staleSince === undefined ? since : Math.min(staleSince, since);
       for (const instance of view.instances) {
         cluster ??= c;
         const address = `${instance.ip}:${instance.port}`;
