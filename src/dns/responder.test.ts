@@ -64,7 +64,7 @@ describe('DnsResponder', () => {
   it('orders by weight: with pinned randomness the heavier instance comes first', () => {
     const r = new DnsResponder(zoneWith([inst('10.9.0.1', 1), inst('10.9.0.2', 100)]), { random: () => 0.5 });
     const { reply } = ask(r, { questions: [{ type: 'A', name: `orders.svc.${ZONE}` }] });
-    expect(reply.answers?.map((a) => a.data)).toEqual(['10.9.0.2', '10.9.0.1']);
+    expect(reply.answers?.map((a) => (a as dnsPacket.StringAnswer).data)).toEqual(['10.9.0.2', '10.9.0.1']);
   });
 
   it('skips SRV targets whose names would not fit the wire', () => {
