@@ -5,6 +5,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import * as dnsPacket from 'dns-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitUntil } from '../../test/support/wait-until.js';
 import { startDnsServer, type DnsServer } from './dns-server.js';
 import { dashedIp } from './responder.js';
 import type { DnsInstance, DnsService, ZoneLookup, ZoneNode } from './zone.js';
@@ -211,5 +212,23 @@ describe('DNS server with real clients', () => {
     expect((formerr.flags ?? -1) & 0xf).toBe(1);
     expect(await resolver().resolve4(`${label}.svc.${ZONE}`)).toEqual(['10.8.0.1']);
     expect(server.stats().dropped.malformed).toBeGreaterThan(0);
+  });
+});
+
+describe('DNS server rate limit', () => {
+  it('drops queries over the per-address bucket and counts them', async () => {
+    const limited = await startDnsServer({ zone, port: 0, rateLimit: { perSecond: 0.001, burst: 2 } });
+    try {
+      const query = dnsPacket.encode({ type: 'query', id: 3, questions: [{ type: 'SOA', name: ZONE }] });
+      const socket = createSocket('udp4');
+      const replies: Buffer[] = [];
+      socket.on('message', (m) => replies.push(m));
+      for (let i = 0; i < 3; i++) socket.send(query, limited.port, '127.0.0.1');
+      await waitUntil(() => limited.stats().dropped.rateLimited === 1 && replies.length === 2);
+      socket.close();
+      expect(limited.stats().answersByRcode).toEqual({ NOERROR: 2 });
+    } finally {
+      await limited.close();
+    }
   });
 });
