@@ -7,7 +7,7 @@ import * as dnsPacket from 'dns-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitUntil } from '../../test/support/wait-until.js';
 import { startDnsServer, type DnsServer } from './dns-server.js';
-import { dashedIp } from './responder.js';
+import { instanceName } from './names.js';
 import type { DnsInstance, DnsService, ZoneLookup, ZoneNode } from './zone.js';
 
 const run = promisify(execFile);
@@ -27,7 +27,7 @@ class MapZone implements ZoneLookup {
     const name = `${label}.svc.${ZONE}`;
     const service: DnsService = { name, service: { namespace: 'public', group: 'DEFAULT_GROUP', name: label } as never, cluster: 'c1', instances, ttlSeconds: 3, ports };
     this.nodes.set(name, { kind: 'service', service });
-    for (const instance of instances) this.nodes.set(`${dashedIp(instance.ip)}.${name}`, { kind: 'instance', service, instance });
+    for (const instance of instances) this.nodes.set(instanceName(instance.ip, name) ?? instance.ip, { kind: 'instance', service, instance });
     for (const port of ports) this.nodes.set(`_${port.name}._${port.proto}.${name}`, { kind: 'port', service, port });
     return service;
   }
@@ -98,7 +98,7 @@ describe('DNS server with real clients', () => {
 
   it('answers SRV at the name and in the _port._proto form, with glue in additional (dig)', async () => {
     const label = unique();
-    zone.addService(label, [inst('10.2.0.1', 20880, { weight: 2.6 }), inst('10.2.0.2', 20881, { weight: 0.2 }), inst('10.2.0.3', 20882, { weight: 0 })], [{ name: 'dubbo', proto: 'tcp', port: 20880 }]);
+    zone.addService(label, [inst('10.2.0.1', 20880, { weight: 2.6 }), inst('10.2.0.2', 20881, { weight: 0.2 }), inst('10.2.0.3', 20882, { weight: 0 })], [20880, 20881, 20882].map((port) => ({ name: 'dubbo', proto: 'tcp' as const, port })));
     const name = `${label}.svc.${ZONE}`;
     const out = await dig(name, 'SRV', '+noall', '+answer', '+additional');
     expect(out).toContain(`SRV\t0 3 20880 10-2-0-1.${name}.`);

@@ -144,3 +144,10 @@ describe('validateZone', () => {
     for (const bad of ['svc', 'site', 'a.b', 'a_b', '', '-x']) expect(() => aliasName(bad, Z), bad).toThrow(DnsConfigError);
   });
 });
+
+describe('the model’s empty group and namespace', () => {
+  it('name the default group and the public namespace, as the adapters read them', () => {
+    expect(canonicalName({ namespace: '', group: '', name: 'orders' }, 'regsync.internal')).toBe('orders.default-group.public.svc.regsync.internal');
+    expect(shortNames({ namespace: '', group: '', name: 'orders' }, 'regsync.internal')).toContain('orders.svc.regsync.internal');
+  });
+});

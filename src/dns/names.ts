@@ -128,9 +128,9 @@ function mapDubbo(raw: string, parts: string[]): string {
   return mapText(parts.join('-'), MAX_LABEL_LENGTH, raw);
 }
 
-/** The label of a group: `DEFAULT_GROUP` -> `default-group`. */
+/** The label of a group: `DEFAULT_GROUP` -> `default-group`; the empty group (the default one, as the model has it) too. */
 export function groupLabel(group: string): string {
-  return mapLabel(group);
+  return group === '' ? DEFAULT_GROUP_LABEL : mapLabel(group);
 }
 
 /** The label of a namespace: the empty Nacos namespace (the public one) -> `public`. */

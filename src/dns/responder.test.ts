@@ -1,6 +1,7 @@
 import * as dnsPacket from 'dns-packet';
 import { describe, expect, it } from 'vitest';
-import { dashedIp, DnsResponder, isEncodableName, srvWeight } from './responder.js';
+import { instanceName } from './names.js';
+import { DnsResponder, isEncodableName, srvWeight } from './responder.js';
 import type { DnsInstance, DnsService, ZoneLookup, ZoneNode } from './zone.js';
 
 const ZONE = 'regsync.internal';
@@ -76,8 +77,8 @@ describe('DnsResponder', () => {
   });
 
   it('maps names and weights as documented', () => {
-    expect(dashedIp('10.0.0.1')).toBe('10-0-0-1');
-    expect(dashedIp('2001:db8::1')).toBe('2001-db8-0-0-0-0-0-1');
+    expect(instanceName('10.0.0.1', 's.z')).toBe('10-0-0-1.s.z');
+    expect(instanceName('2001:db8::1', 's.z')).toBe('2001-db8-0-0-0-0-0-1.s.z');
     expect(isEncodableName(`${'a'.repeat(64)}.x`)).toBe(false);
     expect(isEncodableName('a..b')).toBe(false);
     expect([srvWeight(0.2), srvWeight(2.6), srvWeight(1e9)]).toEqual([1, 3, 65535]);

@@ -2,6 +2,7 @@ import { isIPv4, isIPv6 } from 'node:net';
 import * as dnsPacket from 'dns-packet';
 import type { Answer, DecodedPacket, Question } from 'dns-packet';
 import type { DnsInstance, DnsService, ZoneLookup, ZoneNode } from './zone.js';
+import { instanceName } from './names.js';
 
 /*
  * The DNS wire side of regsync's DNS server: a decoded query in, an encoded answer out, from a
@@ -188,8 +189,12 @@ export class DnsResponder {
         return;
       }
       case 'port': {
-        const single = node.service.ports.length === 1;
-        const live = this.shuffle(liveInstances(node.service.instances)).filter((i) => single || i.port === node.port.port);
+        // Every port number the service has under this name and protocol (Dubbo providers each on
+        // their own port share the name `dubbo`).
+        const { name, proto } = node.port;
+        const numbers = new Set(node.service.ports.filter((p) => p.name === name && p.proto === proto).map((p) => p.port));
+        numbers.add(node.port.port);
+        const live = this.shuffle(liveInstances(node.service.instances)).filter((i) => numbers.has(i.port));
         if (qtype === 'SRV') this.addSrv(owner, node.service, live.map((i) => ({ instance: i, port: i.port })), draft);
         return;
       }
@@ -213,8 +218,9 @@ export class DnsResponder {
     for (const { instance, port } of targets) {
       const family = ipFamily(instance.ip);
       if (!family || !Number.isInteger(port) || port < 0 || port > 65535) continue;
-      const target = `${dashedIp(instance.ip)}.${normaliseName(service.name)}`;
-      if (!isEncodableName(target) || seen.has(`${port} ${target}`)) continue;
+      // The name the catalogue indexes the instance under (names.ts): a target that resolves.
+      const target = instanceName(instance.ip, normaliseName(service.name));
+      if (target === undefined || !isEncodableName(target) || seen.has(`${port} ${target}`)) continue;
       seen.add(`${port} ${target}`);
       srv.push({ type: 'SRV', name: owner, ttl, data: { priority: 0, weight: srvWeight(instance.weight), port, target } });
       const glue = { type: family, name: target, ttl, data: instance.ip } as Answer;
@@ -291,32 +297,6 @@ export class DnsResponder {
 /** Lowercase, no trailing dot: the form ZoneLookup.find expects (RFC 4343: ASCII case only). */
 export function normaliseName(name: string): string {
   return name.replace(/\.$/, '').replace(/[A-Z]/g, (c) => c.toLowerCase());
-}
-
-/**
- * The label form of an instance address in SRV targets (`10-0-0-1`, IPv6 as eight hyphen-joined
- * hex groups without leading zeros, `2001-db8-0-0-0-0-0-1`). The catalogue indexes
- * `<dashedIp>.<service name>` as the instance node, so both sides must use this function.
- */
-export function dashedIp(ip: string): string {
-  if (isIPv4(ip)) return ip.replace(/\./g, '-');
-  const groups = expandIPv6(ip);
-  return groups ? groups.map((g) => g.toString(16)).join('-') : ip.toLowerCase().replace(/[^a-z0-9]/g, '-');
-}
-
-function expandIPv6(ip: string): number[] | undefined {
-  if (!isIPv6(ip)) return undefined;
-  let text = ip.split('%')[0] ?? '';
-  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (v4?.[1]) {
-    const [a = 0, b = 0, c = 0, d = 0] = v4[1].split('.').map(Number);
-    text = text.slice(0, -v4[1].length) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head = '', tail] = text.split('::');
-  const left = head ? head.split(':') : [];
-  const right = tail !== undefined && tail !== '' ? tail.split(':') : [];
-  const fill = tail !== undefined ? 8 - left.length - right.length : 0;
-  return [...left, ...Array<string>(fill).fill('0'), ...right].map((g) => parseInt(g, 16));
 }
 
 /** True when `name` fits the wire: labels of 1..63 octets, at most 255 octets in all. */
