@@ -16,7 +16,7 @@ import {
 } from './names.js';
 import type { DnsInstance, DnsService, ZoneLookup, ZoneNode } from './zone.js';
 
-/** TTL of a service's records when no override matches, seconds (CoreDNS `kubernetes` uses 5). */
+/** TTL of a service's records when no override matches, seconds (CoreDNS uses 5 for cluster services). */
 export const DEFAULT_DNS_TTL_SECONDS = 5;
 /** Instance metadata: extra names for the service, comma-separated labels (`echo` -> `echo.<zone>`). */
 export const META_DNS_ALIAS = 'dns.alias';

@@ -21,7 +21,7 @@ export interface SetPublisherOptions {
   concurrency?: number | undefined;
   /** First retry after a failed publish or shard load, ms (doubling up to `maxRetryMs`); default 500. */
   retryMs?: number | undefined;
-  /** Longest wait between retries, ms; default 30 000. */
+  /** Longest wait between retries, ms; default 5 000 (a copy missing from a replica matters more than a few requests). */
   maxRetryMs?: number | undefined;
   /**
    * How long a lost shard's sets stay published (and follow their live sets), ms; default 15 000.
@@ -91,7 +91,7 @@ export class SetPublisher {
     this.log = opts.logger.child({ component: 'set-publisher' });
     this.concurrency = Math.max(1, opts.concurrency ?? 16);
     this.retryMs = opts.retryMs ?? 500;
-    this.maxRetryMs = opts.maxRetryMs ?? 30_000;
+    this.maxRetryMs = opts.maxRetryMs ?? 5_000;
     this.handoverGraceMs = opts.handoverGraceMs ?? 15_000;
   }
 
