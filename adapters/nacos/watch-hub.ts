@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { instancesDigest, type Instance, type Unsubscribe, type WatchEvent, type WatchOptions } from '../../src/model/index.js';
 import { describeService, groupedName, watchKey, type ServiceRef } from './wire.js';
+import { callWatchers, type Watcher } from './watchers.js';
 
 export interface WatchHubOptions {
   pollIntervalMs: number;
@@ -20,10 +21,6 @@ export interface WatchHubOptions {
    * twice, and add work (comparing, queueing) while the machine is busiest.
    */
   firstPollDelayMs?: number;
-}
-
-interface Watcher {
-  onChange: (event?: WatchEvent) => void;
 }
 
 interface Subscription {
@@ -201,14 +198,6 @@ export class WatchHub {
   private notify(sub: Subscription, via: 'push' | 'poll', event?: WatchEvent): void {
     if (!sub.active) return;
     this.options.log.debug({ service: describeService(sub.ref), via, watchers: sub.watchers.size }, 'nacos service changed');
-    for (const watcher of [...sub.watchers]) {
-      // A watcher removed by an earlier one in this loop is not called any more.
-      if (!sub.watchers.has(watcher)) continue;
-      try {
-        watcher.onChange(event);
-      } catch (err) {
-        this.options.log.error({ err, service: describeService(sub.ref) }, 'a watcher of a nacos service threw');
-      }
-    }
+    callWatchers(sub.watchers, event, this.options.log, describeService(sub.ref));
   }
 }

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { instancesDigest, type Instance, type Unsubscribe, type WatchEvent } from '../../../src/model/index.js';
 import { describeService, groupedName, watchKey, type ServiceRef } from '../wire.js';
 import type { ServiceInfoRead } from './messages.js';
+import { callWatchers, type Watcher } from '../watchers.js';
 
 export interface SubscriptionsOptions {
   log: Logger;
@@ -11,10 +12,6 @@ export interface SubscriptionsOptions {
   connection: () => { generation: number; ready: boolean };
   /** Pause before retrying a failed subscribe, doubling up to 30 s (default 1 000). */
   retryMs?: number;
-}
-
-interface Watcher {
-  onChange: (event?: WatchEvent) => void;
 }
 
 interface Subscription {
@@ -171,14 +168,7 @@ export class GrpcSubscriptions {
 
   private notify(sub: Subscription, event?: WatchEvent): void {
     this.opts.log.debug({ service: describeService(sub.ref), watchers: sub.watchers.size }, 'nacos service changed (gRPC)');
-    for (const watcher of [...sub.watchers]) {
-      if (!sub.watchers.has(watcher)) continue;
-      try {
-        watcher.onChange(event);
-      } catch (err) {
-        this.opts.log.error({ err, service: describeService(sub.ref) }, 'a watcher of a nacos service threw');
-      }
-    }
+    callWatchers(sub.watchers, event, this.opts.log, describeService(sub.ref));
   }
 
   private unwatch(sub: Subscription, watcher: Watcher): void {
