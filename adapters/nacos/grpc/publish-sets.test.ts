@@ -98,6 +98,8 @@ describe('PublishSets', () => {
     const { sets, sent, failNext } = recorder();
     failNext(true);
     await expect(sets.set(ref, 'o', [inst('10.0.0.1')])).rejects.toThrow('connection down');
+    // What the connection holds, not what is wanted.
+    expect(sets.stats()).toEqual({ sets: 0, instances: 0 });
     failNext(false);
     await sets.set(ref, 'o', [inst('10.0.0.1')]);
     expect(sent.map(ips)).toEqual([['10.0.0.1']]);

@@ -23,6 +23,8 @@ interface Entry {
   sent: string | undefined;
   /** One instance of that set (what a clear names). */
   sentOne: WireInstance | undefined;
+  /** How many instances that set holds (0: none). */
+  held: number;
   /** The last send queued: sends of one service go one after another. */
   tail: Promise<void>;
 }
@@ -38,6 +40,8 @@ interface Entry {
  */
 export class PublishSets {
   private readonly entries = new Map<string, Entry>();
+  private heldSets = 0;
+  private heldInstances = 0;
 
   constructor(private readonly opts: PublishSetsOptions) {}
 
@@ -53,7 +57,7 @@ export class PublishSets {
     const ephemeral = instances.filter((i) => i.ephemeral && batchProblem(i) === undefined);
     if (!entry) {
       if (ephemeral.length === 0) return Promise.resolve();
-      entry = { ref, owners: new Map(), sent: undefined, sentOne: undefined, tail: Promise.resolve() };
+      entry = { ref, owners: new Map(), sent: undefined, sentOne: undefined, held: 0, tail: Promise.resolve() };
       this.entries.set(key, entry);
     }
     if (ephemeral.length === 0) entry.owners.delete(owner);
@@ -68,6 +72,7 @@ export class PublishSets {
     for (const entry of this.entries.values()) {
       entry.sent = undefined;
       entry.sentOne = undefined;
+      this.hold(entry, 0);
       runs.push(this.flush(entry));
     }
     return (await Promise.allSettled(runs)).filter((r) => r.status === 'rejected').length;
@@ -80,16 +85,16 @@ export class PublishSets {
     return (await Promise.allSettled(runs)).filter((r) => r.status === 'rejected').length;
   }
 
-  /** Sets held (services with at least one copy published) and their copies. */
+  /** Sets the connection holds (services with at least one copy published) and their copies. */
   stats(): { sets: number; instances: number } {
-    let sets = 0;
-    let instances = 0;
-    for (const entry of this.entries.values()) {
-      const merged = merge(entry).length;
-      if (merged > 0) sets += 1;
-      instances += merged;
-    }
-    return { sets, instances };
+    return { sets: this.heldSets, instances: this.heldInstances };
+  }
+
+  /** Keeps the totals of what the connection holds (read by metrics and every worker heartbeat: no walk over the sets). */
+  private hold(entry: Entry, instances: number): void {
+    this.heldSets += (instances > 0 ? 1 : 0) - (entry.held > 0 ? 1 : 0);
+    this.heldInstances += instances - entry.held;
+    entry.held = instances;
   }
 
   private flush(entry: Entry): Promise<void> {
@@ -111,6 +116,7 @@ export class PublishSets {
     else await this.opts.send(entry.ref, wire);
     entry.sent = empty ? undefined : text;
     entry.sentOne = wire[0];
+    this.hold(entry, wire.length);
     this.opts.log.debug({ service: describeService(entry.ref), instances: wire.length }, 'nacos gRPC publish set sent');
     if (empty && entry.owners.size === 0) this.forget(entry);
   }
