@@ -76,6 +76,20 @@ describe('DnsResponder', () => {
     expect(reply.authorities?.[0]?.type).toBe('SOA');
   });
 
+  it('tells the server what it answered: out of zone, stale, how many records; RA only when asked', () => {
+    const service: DnsService = { name: `orders.svc.${ZONE}`, service: {} as never, cluster: 'c1', instances: [inst('10.9.0.1')], ttlSeconds: 2, ports: [], staleSince: 1 };
+    const zone: ZoneLookup = { zone: ZONE, find: (n) => (n === service.name ? { kind: 'service', service } : undefined) };
+    const query = (name: string) => dnsPacket.decode(dnsPacket.encode({ type: 'query', id: 1, flags: dnsPacket.RECURSION_DESIRED, questions: [{ type: 'A', name }] }));
+    const plain = new DnsResponder(zone);
+    const stale = plain.respond(query(service.name), { address: '127.0.0.1', transport: 'udp' });
+    expect([stale.stale, stale.answers, stale.outOfZone]).toEqual([true, 1, false]);
+    expect(dnsPacket.decode(stale.message).flags! & dnsPacket.RECURSION_AVAILABLE).toBe(0);
+    const outside = plain.respond(query('example.com'), { address: '127.0.0.1', transport: 'udp' });
+    expect([outside.rcode, outside.outOfZone, outside.stale]).toEqual([5, true, false]);
+    const forwarding = new DnsResponder(zone, { recursionAvailable: true }).respond(query(service.name), { address: '127.0.0.1', transport: 'udp' });
+    expect(dnsPacket.decode(forwarding.message).flags! & dnsPacket.RECURSION_AVAILABLE).toBeTruthy();
+  });
+
   it('maps names and weights as documented', () => {
     expect(instanceName('10.0.0.1', 's.z')).toBe('10-0-0-1.s.z');
     expect(instanceName('2001:db8::1', 's.z')).toBe('2001-db8-0-0-0-0-0-1.s.z');

@@ -49,6 +49,8 @@ export interface ResponderOptions {
   serial?: number;
   /** Source of randomness for the weighted shuffle (default Math.random); tests may pin it. */
   random?: () => number;
+  /** Sets RA on every answer: true only where names outside the zone are forwarded (default false). */
+  recursionAvailable?: boolean;
 }
 
 /** Who asks and how: the transport decides the size limit. */
@@ -65,11 +67,19 @@ export interface DnsReply {
   /** QTYPE of the question ('NONE' when there was none to read). */
   qtype: string;
   truncated: boolean;
+  /** REFUSED because the name is outside the zone: a server with an upstream forwards the query instead. */
+  outOfZone: boolean;
+  /** Answered from a service served stale (its registry cannot be read now). */
+  stale: boolean;
+  /** Records in the answer section. */
+  answers: number;
 }
 
 interface Draft {
   rcode: number;
   aa: boolean;
+  outOfZone?: boolean;
+  stale?: boolean;
   questions: Question[];
   /** RRsets, each kept or dropped whole on truncation. */
   answers: Answer[][];
@@ -87,6 +97,7 @@ export class DnsResponder {
   private readonly nsAddress: string;
   private readonly serial: number;
   private readonly random: () => number;
+  private readonly ra: number;
 
   constructor(
     private readonly zone: ZoneLookup,
@@ -97,6 +108,7 @@ export class DnsResponder {
     this.nsAddress = options.nsAddress !== undefined && isIPv4(options.nsAddress) ? options.nsAddress : '127.0.0.1';
     this.serial = options.serial ?? 1;
     this.random = options.random ?? Math.random;
+    this.ra = options.recursionAvailable ? dnsPacket.RECURSION_AVAILABLE : 0;
   }
 
   private get zoneName(): string {
@@ -128,7 +140,7 @@ export class DnsResponder {
     }
     if ((question.class ?? 'IN') !== 'IN') return this.finish(header, { ...draft, rcode: RCODE.REFUSED }, optOut, limit, qtype);
     const name = normaliseName(question.name);
-    if (!this.inZone(name)) return this.finish(header, { ...draft, rcode: RCODE.REFUSED }, optOut, limit, qtype);
+    if (!this.inZone(name)) return this.finish(header, { ...draft, rcode: RCODE.REFUSED, outOfZone: true }, optOut, limit, qtype);
     draft.aa = true;
     this.answerInZone(name, question, draft);
     return this.finish(header, draft, optOut, limit, qtype);
@@ -163,6 +175,7 @@ export class DnsResponder {
     }
     const node = this.zone.find(name);
     if (!node) return this.negativeIfEmpty(draft, false);
+    if (node.kind !== 'apex' && node.kind !== 'empty' && node.service.staleSince !== undefined) draft.stale = true;
     this.answerNode(node, question, draft);
     this.negativeIfEmpty(draft, true);
   }
@@ -258,8 +271,17 @@ export class DnsResponder {
   }
 
   private finish(header: { id: number; flags: number }, draft: Draft, opt: dnsPacket.OptAnswer | undefined, limit: number, qtype: string): DnsReply {
+    const reply = (packet: dnsPacket.Packet, truncated: boolean): DnsReply => ({
+      message: dnsPacket.encode(packet),
+      rcode: draft.rcode,
+      qtype,
+      truncated,
+      outOfZone: draft.outOfZone === true,
+      stale: draft.stale === true,
+      answers: packet.answers?.length ?? 0,
+    });
     if (opt) opt.extendedRcode = draft.rcode >> 4;
-    const flags = (header.flags & 0x7800) | (header.flags & dnsPacket.RECURSION_DESIRED) | (draft.aa ? dnsPacket.AUTHORITATIVE_ANSWER : 0) | (draft.rcode & 0xf);
+    const flags = (header.flags & 0x7800) | (header.flags & dnsPacket.RECURSION_DESIRED) | (draft.aa ? dnsPacket.AUTHORITATIVE_ANSWER : 0) | this.ra | (draft.rcode & 0xf);
     const build = (answers: Answer[][], authorities: Answer[][], additionals: Answer[][], tc: boolean): dnsPacket.Packet => ({
       type: 'response',
       id: header.id,
@@ -270,7 +292,7 @@ export class DnsResponder {
       additionals: [...additionals.flat(), ...(opt ? [opt] : [])],
     });
     const full = build(draft.answers, draft.authorities, draft.additionals, false);
-    if (dnsPacket.encodingLength(full) <= limit) return { message: dnsPacket.encode(full), rcode: draft.rcode, qtype, truncated: false };
+    if (dnsPacket.encodingLength(full) <= limit) return reply(full, false);
     // Too big: keep whole RRsets that fit. Missing additional data alone does not set TC (RFC 2181 §9).
     const fit = (sets: Answer[][], put: (kept: Answer[][]) => dnsPacket.Packet): { kept: Answer[][]; all: boolean } => {
       const kept: Answer[][] = [];
@@ -281,11 +303,11 @@ export class DnsResponder {
       return { kept, all: true };
     };
     const ans = fit(draft.answers, (k) => build(k, [], [], true));
-    if (!ans.all) return { message: dnsPacket.encode(build(ans.kept, [], [], true)), rcode: draft.rcode, qtype, truncated: true };
+    if (!ans.all) return reply(build(ans.kept, [], [], true), true);
     const auth = fit(draft.authorities, (k) => build(ans.kept, k, [], false));
-    if (!auth.all) return { message: dnsPacket.encode(build(ans.kept, auth.kept, [], true)), rcode: draft.rcode, qtype, truncated: true };
+    if (!auth.all) return reply(build(ans.kept, auth.kept, [], true), true);
     const addl = fit(draft.additionals, (k) => build(ans.kept, auth.kept, k, false));
-    return { message: dnsPacket.encode(build(ans.kept, auth.kept, addl.kept, false)), rcode: draft.rcode, qtype, truncated: false };
+    return reply(build(ans.kept, auth.kept, addl.kept, false), false);
   }
 
   private udpLimitFor(requested: number | undefined): number {
