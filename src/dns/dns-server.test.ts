@@ -367,7 +367,7 @@ describe('DNS server forwarding names outside the zone', () => {
 
   it('falls through a dead upstream (silent, or a closed port) to the next, over UDP and TCP', async () => {
     const silent = await silentUpstream();
-    const fallthrough = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${silent.port}`, `127.0.0.1:${await closedPort()}`, `127.0.0.1:${upstream.port}`], timeoutMs: 200 } });
+    const fallthrough = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${silent.port}`, `127.0.0.1:${await closedPort()}`, `127.0.0.1:${upstream.port}`], timeoutMs: 1000 } });
     try {
       expect(await digAt(fallthrough.port, 'web.svc.upstream.test', 'A', '+short')).toBe('10.90.0.1\n');
       expect(await digAt(fallthrough.port, 'web.svc.upstream.test', 'A', '+short', '+tcp')).toBe('10.90.0.1\n');

@@ -160,7 +160,7 @@ describe('DnsForwarder', () => {
 
   it('falls through a silent upstream, a closed port and a REFUSED answer to the next', async () => {
     const silent = await fakeUpstream(() => undefined);
-    const forwarder = new DnsForwarder({ upstreams: [`127.0.0.1:${silent.port}`, `127.0.0.1:${await closedPort()}`, `127.0.0.1:${refusing.port}`, `127.0.0.1:${upstream.port}`], timeoutMs: 200 });
+    const forwarder = new DnsForwarder({ upstreams: [`127.0.0.1:${silent.port}`, `127.0.0.1:${await closedPort()}`, `127.0.0.1:${refusing.port}`, `127.0.0.1:${upstream.port}`], timeoutMs: 1000 });
     try {
       const result = await forwarder.forward(query(NAME), 'udp');
       expect(result.outcome).toBe('answered');
