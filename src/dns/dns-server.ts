@@ -183,7 +183,8 @@ export async function startDnsServer(options: DnsServerOptions): Promise<DnsServ
       log.warn({ client: asker.address, err }, 'DNS answer failed');
       const out = servfail(message, ra);
       if (!out) return;
-      answered({ transport: asker.transport, qtype: 'NONE', rcode: 'SERVFAIL', answers: 0, stale: false, truncated: false }, started);
+      const qtype = query.questions?.length === 1 ? (query.questions[0]?.type ?? 'NONE') : 'NONE';
+      answered({ transport: asker.transport, qtype, rcode: 'SERVFAIL', answers: 0, stale: false, truncated: false }, started);
       return send(out);
     }
     count(stats.queriesByType, reply.qtype);
