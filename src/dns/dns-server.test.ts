@@ -1,12 +1,16 @@
 import { execFile } from 'node:child_process';
-import { createSocket } from 'node:dgram';
+import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { promises as dnsPromises } from 'node:dns';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import * as dnsPacket from 'dns-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitUntil } from '../../test/support/wait-until.js';
-import { startDnsServer, type DnsServer } from './dns-server.js';
+import { createLogger, silentLogger } from '../log.js';
+import type { Instance } from '../model/types.js';
+import { DnsCatalogue } from './catalogue.js';
+import { startDnsServer, type DnsQueryRecord, type DnsServer, type DnsServerObserver } from './dns-server.js';
 import { instanceName } from './names.js';
 import type { DnsInstance, DnsService, ZoneLookup, ZoneNode } from './zone.js';
 
@@ -42,7 +46,11 @@ const zone = new MapZone();
 const unique = (): string => `s${randomUUID().slice(0, 8)}`;
 
 async function dig(...args: string[]): Promise<string> {
-  const { stdout } = await run('dig', [`@127.0.0.1`, '-p', String(server.port), '+norec', '+time=5', '+tries=1', ...args]);
+  return digAt(server.port, ...args);
+}
+
+async function digAt(port: number, ...args: string[]): Promise<string> {
+  const { stdout } = await run('dig', [`@127.0.0.1`, '-p', String(port), '+norec', '+time=5', '+tries=1', ...args]);
   return stdout;
 }
 
@@ -53,7 +61,7 @@ function resolver(): dnsPromises.Resolver {
 }
 
 /** Sends one datagram and waits for one reply. */
-function udpAsk(message: Buffer): Promise<dnsPacket.DecodedPacket> {
+function udpAsk(message: Buffer, port = server.port): Promise<dnsPacket.DecodedPacket> {
   return new Promise((resolve, reject) => {
     const socket = createSocket('udp4');
     socket.once('message', (reply) => {
@@ -64,14 +72,14 @@ function udpAsk(message: Buffer): Promise<dnsPacket.DecodedPacket> {
         reject(err as Error);
       }
     });
-    socket.send(message, server.port, '127.0.0.1');
+    socket.send(message, port, '127.0.0.1');
   });
 }
 
-function udpFire(message: Buffer): Promise<void> {
+function udpFire(message: Buffer, port = server.port): Promise<void> {
   return new Promise((resolve) => {
     const socket = createSocket('udp4');
-    socket.send(message, server.port, '127.0.0.1', () => {
+    socket.send(message, port, '127.0.0.1', () => {
       socket.close();
       resolve();
     });
@@ -181,7 +189,9 @@ describe('DNS server with real clients', () => {
   });
 
   it('answers REFUSED outside the zone, BADVERS for EDNS version 1, NOTIMP for another opcode', async () => {
-    expect(await dig('example.com', 'A', '+noall', '+comments')).toContain('status: REFUSED');
+    const refused = await dig('example.com', 'A', '+noall', '+comments');
+    expect(refused).toContain('status: REFUSED');
+    expect(refused).toMatch(/flags: qr;/); // no RA without forwarding
     expect(await dig(`svc.${ZONE}`, 'A', '+edns=1', '+noednsneg', '+noall', '+comments')).toContain('status: BADVERS');
     const notify = await udpAsk(dnsPacket.encode({ type: 'query', id: 7, flags: 4 << 11, questions: [{ type: 'SOA', name: ZONE }] }));
     expect((notify.flags ?? -1) & 0xf).toBe(4);
@@ -229,6 +239,333 @@ describe('DNS server rate limit', () => {
       expect(limited.stats().answersByRcode).toEqual({ NOERROR: 2 });
     } finally {
       await limited.close();
+    }
+  });
+});
+
+const provider = (ip: string): Instance => ({ ip, port: 8080, weight: 1, healthy: true, enabled: true, ephemeral: true, cluster: 'DEFAULT', metadata: {} });
+
+/** An observer that keeps what it is told. */
+function recorder(): DnsServerObserver & { records: DnsQueryRecord[]; drops: string[] } {
+  const records: DnsQueryRecord[] = [];
+  const drops: string[] = [];
+  return { records, drops, query: (r) => records.push(r), dropped: (reason) => drops.push(reason) };
+}
+
+function rcodeOf(message: dnsPacket.DecodedPacket): number {
+  return (message.flags ?? -1) & 0xf;
+}
+
+function query(name: string, id: number, type: dnsPacket.RecordType = 'A'): Buffer {
+  return dnsPacket.encode({ type: 'query', id, questions: [{ type, name }] });
+}
+
+/** A UDP socket on loopback that receives and never answers (a dead upstream). */
+async function silentUpstream(): Promise<{ port: number; received: Buffer[]; close(): Promise<void> }> {
+  const socket = createSocket('udp4');
+  const received: Buffer[] = [];
+  socket.on('message', (m) => received.push(m));
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+  return { port: socket.address().port, received, close: () => new Promise<void>((r) => socket.close(() => r())) };
+}
+
+/** A loopback port nothing listens on: the kernel refuses UDP and TCP alike. */
+async function closedPort(): Promise<number> {
+  const socket = createSocket('udp4');
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+  const { port } = socket.address();
+  await new Promise<void>((r) => socket.close(() => r()));
+  return port;
+}
+
+/** Frames a message for DNS over TCP. */
+function frame(message: Buffer): Buffer {
+  const out = Buffer.alloc(2 + message.length);
+  out.writeUInt16BE(message.length, 0);
+  message.copy(out, 2);
+  return out;
+}
+
+/** Collects the DNS messages arriving on a TCP connection. */
+function tcpMessages(socket: Socket): dnsPacket.DecodedPacket[] {
+  const messages: dnsPacket.DecodedPacket[] = [];
+  let pending = Buffer.alloc(0);
+  socket.on('data', (chunk: Buffer) => {
+    pending = Buffer.concat([pending, chunk]);
+    while (pending.length >= 2 && pending.length >= 2 + pending.readUInt16BE(0)) {
+      messages.push(dnsPacket.decode(pending.subarray(2, 2 + pending.readUInt16BE(0))));
+      pending = pending.subarray(2 + pending.readUInt16BE(0));
+    }
+  });
+  return messages;
+}
+
+describe('DNS server forwarding names outside the zone', () => {
+  let upstream: DnsServer;
+  let forwarding: DnsServer;
+  const upstreamSeen = recorder();
+  const seen = recorder();
+  const bigIps = Array.from({ length: 60 }, (_, i) => `10.95.0.${i + 1}`);
+
+  beforeAll(async () => {
+    const catalogue = new DnsCatalogue({ zone: 'upstream.test', logger: silentLogger() });
+    catalogue.put('c1', { namespace: 'public', group: 'DEFAULT_GROUP', name: 'web' }, [provider('10.90.0.1')]);
+    catalogue.put('c1', { namespace: 'public', group: 'DEFAULT_GROUP', name: 'big' }, bigIps.map(provider));
+    upstream = await startDnsServer({ zone: catalogue, observer: upstreamSeen });
+    forwarding = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${upstream.port}`] }, observer: seen });
+  });
+  afterAll(async () => {
+    await forwarding?.close();
+    await upstream?.close();
+  });
+
+  it('answers from the upstream over UDP, with RA and the client ID (raw, Node resolver, dig)', async () => {
+    const reply = await udpAsk(query('web.svc.upstream.test', 0x4242), forwarding.port);
+    expect(reply.id).toBe(0x4242);
+    expect((reply.flags ?? 0) & dnsPacket.RECURSION_AVAILABLE).toBeTruthy();
+    expect(reply.answers?.map((a) => (a.type === 'A' ? a.data : ''))).toEqual(['10.90.0.1']);
+    const r = new dnsPromises.Resolver({ timeout: 5000, tries: 1 });
+    r.setServers([`127.0.0.1:${forwarding.port}`]);
+    expect(await r.resolve4('web.svc.upstream.test')).toEqual(['10.90.0.1']);
+    const out = await digAt(forwarding.port, 'Web.Svc.Upstream.Test', 'A', '+noall', '+comments', '+question', '+answer');
+    expect(out).toContain('status: NOERROR');
+    expect(out).toMatch(/flags: qr aa ra;/);
+    expect(out).toContain(';Web.Svc.Upstream.Test.\t');
+    expect(out).toMatch(/IN\s+A\s+10\.90\.0\.1/);
+    expect(upstreamSeen.records.filter((x) => x.transport === 'udp').length).toBeGreaterThanOrEqual(3);
+    expect(seen.records.at(-1)).toMatchObject({ transport: 'udp', qtype: 'A', rcode: 'NOERROR', answers: 1, stale: false, truncated: false, forwarded: 'answered' });
+  });
+
+  it('forwards over TCP what came over TCP', async () => {
+    const before = upstreamSeen.records.filter((x) => x.transport === 'tcp').length;
+    const out = await digAt(forwarding.port, 'web.svc.upstream.test', 'A', '+tcp', '+noall', '+comments', '+answer');
+    expect(out).toContain('status: NOERROR');
+    expect(out).toMatch(/flags: qr aa ra;/);
+    expect(out).toMatch(/IN\s+A\s+10\.90\.0\.1/);
+    expect(upstreamSeen.records.filter((x) => x.transport === 'tcp').length).toBe(before + 1);
+    expect(seen.records.at(-1)).toMatchObject({ transport: 'tcp', forwarded: 'answered' });
+  });
+
+  it('relays a truncated UDP answer as it is, and the client gets all over TCP through us', async () => {
+    const out = await digAt(forwarding.port, 'big.svc.upstream.test', 'A', '+bufsize=512', '+noall', '+answer', '+comments');
+    expect(out).toContain(';; Truncated, retrying in TCP mode.');
+    expect(out.match(/\sIN\s+A\s+10\.95\./g)).toHaveLength(60);
+    expect(seen.records.slice(-2)).toMatchObject([
+      { transport: 'udp', truncated: true, forwarded: 'answered' },
+      { transport: 'tcp', truncated: false, answers: 60, forwarded: 'answered' },
+    ]);
+  });
+
+  it('sets RA on its own answers for names in the zone, and relays NXDOMAIN from upstream', async () => {
+    const own = await digAt(forwarding.port, ZONE, 'SOA', '+noall', '+comments');
+    expect(own).toMatch(/flags: qr aa ra;/);
+    const nx = await digAt(forwarding.port, 'nothing.svc.upstream.test', 'A', '+noall', '+comments');
+    expect(nx).toContain('status: NXDOMAIN');
+    expect(forwarding.stats().forwarded.answered).toBeGreaterThan(0);
+    expect(forwarding.stats().answersByRcode.NXDOMAIN).toBeGreaterThan(0);
+  });
+
+  it('falls through a dead upstream (silent, or a closed port) to the next, over UDP and TCP', async () => {
+    const silent = await silentUpstream();
+    const fallthrough = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${silent.port}`, `127.0.0.1:${await closedPort()}`, `127.0.0.1:${upstream.port}`], timeoutMs: 1000 } });
+    try {
+      expect(await digAt(fallthrough.port, 'web.svc.upstream.test', 'A', '+short')).toBe('10.90.0.1\n');
+      expect(await digAt(fallthrough.port, 'web.svc.upstream.test', 'A', '+short', '+tcp')).toBe('10.90.0.1\n');
+      expect(silent.received).toHaveLength(1);
+    } finally {
+      await fallthrough.close();
+      await silent.close();
+    }
+  });
+
+  it('answers SERVFAIL with the question when every upstream failed or timed out', async () => {
+    const silent = await silentUpstream();
+    const failed = recorder();
+    const dead = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${silent.port}`, `127.0.0.1:${await closedPort()}`], timeoutMs: 100 }, observer: failed });
+    const timedOut = recorder();
+    const silentOnly = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${silent.port}`], timeoutMs: 100 }, observer: timedOut });
+    try {
+      const out = await digAt(dead.port, 'web.svc.upstream.test', 'A', '+noall', '+comments', '+question');
+      expect(out).toContain('status: SERVFAIL');
+      expect(out).toMatch(/flags: qr ra;/);
+      expect(out).toContain('QUERY: 1,');
+      expect(out).toContain(';web.svc.upstream.test.\t');
+      expect(out).toContain('OPT PSEUDOSECTION');
+      expect(failed.records).toMatchObject([{ qtype: 'A', rcode: 'SERVFAIL', answers: 0, forwarded: 'failed' }]);
+      expect(dead.stats().forwarded).toEqual({ answered: 0, failed: 1, timeout: 0, busy: 0 });
+      const r = new dnsPromises.Resolver({ timeout: 5000, tries: 1 });
+      r.setServers([`127.0.0.1:${silentOnly.port}`]);
+      await expect(r.resolve4('web.svc.upstream.test')).rejects.toMatchObject({ code: 'ESERVFAIL' });
+      expect(timedOut.records).toMatchObject([{ rcode: 'SERVFAIL', forwarded: 'timeout' }]);
+    } finally {
+      await dead.close();
+      await silentOnly.close();
+      await silent.close();
+    }
+  });
+
+  it('ignores an upstream answer with a wrong ID and relays the right one', async () => {
+    const fake = createSocket('udp4');
+    fake.on('message', (m: Buffer, from: RemoteInfo) => {
+      const q = dnsPacket.decode(m);
+      const answer = (id: number, data: string): Buffer =>
+        dnsPacket.encode({ type: 'response', id, questions: q.questions, answers: [{ type: 'A', name: q.questions?.[0]?.name ?? '', ttl: 5, data }] });
+      fake.send(answer(((q.id ?? 0) + 1) & 0xffff, '6.6.6.6'), from.port, from.address);
+      fake.send(answer(q.id ?? 0, '10.96.0.1'), from.port, from.address);
+    });
+    await new Promise<void>((resolve) => fake.bind(0, '127.0.0.1', resolve));
+    const spoofed = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${(fake as UdpSocket).address().port}`] } });
+    try {
+      expect(await digAt(spoofed.port, 'x.example', 'A', '+short')).toBe('10.96.0.1\n');
+    } finally {
+      await spoofed.close();
+      await new Promise<void>((r) => fake.close(() => r()));
+    }
+  });
+
+  it('answers SERVFAIL at once past maxInFlight (busy), and close() ends what is in flight', async () => {
+    const silent = await silentUpstream();
+    const busy = recorder();
+    const bounded = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${silent.port}`], timeoutMs: 60_000, maxInFlight: 1 }, observer: busy });
+    try {
+      await udpFire(query('a.example', 1), bounded.port);
+      await waitUntil(() => silent.received.length === 1);
+      const reply = await udpAsk(query('b.example', 2), bounded.port);
+      expect(reply.id).toBe(2);
+      expect((reply.flags ?? 0) & 0xf).toBe(2);
+      expect(busy.records).toMatchObject([{ rcode: 'SERVFAIL', forwarded: 'busy' }]);
+      // Names in the zone are still answered.
+      expect(rcodeOf(await udpAsk(query(ZONE, 3, 'SOA'), bounded.port))).toBe(0);
+    } finally {
+      await bounded.close();
+      await silent.close();
+    }
+    expect(busy.records.filter((r) => r.forwarded)).toHaveLength(1);
+  });
+
+  it('answers in-zone queries on a TCP connection while a forwarded one waits, framing intact, and survives the client leaving', async () => {
+    const held: Array<{ socket: Socket; message: Buffer }> = [];
+    const tcpUpstream: Server = createServer((socket) => {
+      let pending = Buffer.alloc(0);
+      socket.on('data', (chunk: Buffer) => {
+        pending = Buffer.concat([pending, chunk]);
+        if (pending.length >= 2 && pending.length >= 2 + pending.readUInt16BE(0)) held.push({ socket, message: pending.subarray(2, 2 + pending.readUInt16BE(0)) });
+      });
+      socket.on('error', () => socket.destroy());
+    });
+    await new Promise<void>((resolve) => tcpUpstream.listen(0, '127.0.0.1', resolve));
+    const address = tcpUpstream.address();
+    const upstreamPort = typeof address === 'object' && address ? address.port : 0;
+    const release = (index: number): void => {
+      const h = held[index];
+      if (!h) throw new Error('nothing held');
+      const q = dnsPacket.decode(h.message);
+      h.socket.write(frame(dnsPacket.encode({ type: 'response', id: q.id ?? 0, questions: q.questions, answers: [{ type: 'A', name: q.questions?.[0]?.name ?? '', ttl: 5, data: '10.97.0.1' }] })));
+    };
+    const ooo = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${upstreamPort}`] } });
+    const client = connect({ host: '127.0.0.1', port: ooo.port });
+    try {
+      const messages = tcpMessages(client);
+      client.write(Buffer.concat([frame(query('late.example', 11)), frame(query(ZONE, 12, 'SOA'))]));
+      await waitUntil(() => messages.length === 1 && held.length === 1);
+      expect(messages[0]?.id).toBe(12);
+      release(0);
+      await waitUntil(() => messages.length === 2);
+      expect(messages[1]?.id).toBe(11);
+      expect((messages[1]?.flags ?? -1) & 0xf).toBe(0);
+      expect(messages[1]?.answers?.map((a) => (a.type === 'A' ? a.data : ''))).toEqual(['10.97.0.1']);
+      // A client gone before its forwarded answer: nothing is written to the dead socket, serving goes on.
+      const leaving = connect({ host: '127.0.0.1', port: ooo.port });
+      leaving.write(frame(query('gone.example', 13)));
+      await waitUntil(() => held.length === 2);
+      leaving.destroy();
+      await waitUntil(() => leaving.closed);
+      release(1);
+      await waitUntil(() => ooo.stats().forwarded.answered === 2);
+      expect(rcodeOf(await udpAsk(query(ZONE, 14, 'SOA'), ooo.port))).toBe(0);
+    } finally {
+      client.destroy();
+      await ooo.close();
+      await new Promise<void>((r) => {
+        tcpUpstream.close(() => r());
+        for (const h of held) h.socket.destroy();
+      });
+    }
+  });
+});
+
+describe('DNS server observer', () => {
+  it('sees every answer (qtype, rcode, answers, stale) and every drop, and the stats agree', async () => {
+    const seen = recorder();
+    const observed = await startDnsServer({ zone, observer: seen });
+    try {
+      const label = unique();
+      const service = zone.addService(label, [inst('10.98.0.1')]);
+      service.staleSince = Date.now();
+      const r = new dnsPromises.Resolver({ timeout: 5000, tries: 1 });
+      r.setServers([`127.0.0.1:${observed.port}`]);
+      expect(await r.resolve4(`${label}.svc.${ZONE}`)).toEqual(['10.98.0.1']);
+      await expect(r.resolve4(`nope-${label}.svc.${ZONE}`)).rejects.toMatchObject({ code: 'ENOTFOUND' });
+      expect(await digAt(observed.port, 'example.com', 'A', '+noall', '+comments', '+tcp')).toContain('status: REFUSED');
+      const header = Buffer.alloc(13);
+      header.writeUInt16BE(0x77, 0);
+      header.writeUInt16BE(1, 4); // one question, cut off
+      expect((await udpAsk(header, observed.port)).id).toBe(0x77);
+      await udpFire(randomBytes(5), observed.port);
+      await udpFire(dnsPacket.encode({ type: 'response', id: 5, questions: [{ type: 'A', name: ZONE }] }), observed.port);
+      await waitUntil(() => seen.drops.length === 2);
+      expect(seen.records).toMatchObject([
+        { transport: 'udp', qtype: 'A', rcode: 'NOERROR', answers: 1, stale: true, truncated: false },
+        { transport: 'udp', qtype: 'A', rcode: 'NXDOMAIN', answers: 0, stale: false },
+        { transport: 'tcp', qtype: 'A', rcode: 'REFUSED', answers: 0 },
+        { transport: 'udp', qtype: 'NONE', rcode: 'FORMERR', answers: 0 },
+      ]);
+      expect(seen.records.every((x) => x.forwarded === undefined && x.seconds >= 0)).toBe(true);
+      expect(seen.drops).toEqual(['malformed', 'notQuery']);
+      const stats = observed.stats();
+      expect(stats.staleAnswers).toBe(1);
+      expect(stats.answersByRcode).toEqual({ NOERROR: 1, NXDOMAIN: 1, REFUSED: 1, FORMERR: 1 });
+      expect(stats.dropped).toEqual({ malformed: 1, rateLimited: 0, notQuery: 1 });
+      expect(stats.forwarded).toEqual({ answered: 0, failed: 0, timeout: 0, busy: 0 });
+    } finally {
+      await observed.close();
+    }
+  });
+
+  it('is told about rate-limited drops', async () => {
+    const seen = recorder();
+    const limited = await startDnsServer({ zone, observer: seen, rateLimit: { perSecond: 0.001, burst: 1 } });
+    try {
+      await udpAsk(query(ZONE, 1, 'SOA'), limited.port);
+      await udpFire(query(ZONE, 2, 'SOA'), limited.port);
+      await waitUntil(() => seen.drops.length === 1);
+      expect(seen.drops).toEqual(['rateLimited']);
+      expect(seen.records).toHaveLength(1);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('keeps serving when the observer throws, and logs that once', async () => {
+    const lines: string[] = [];
+    const logger = createLogger('warn', { write: (line: string) => lines.push(line) });
+    const throwing: DnsServerObserver = {
+      query: () => {
+        throw new Error('observer broke');
+      },
+      dropped: () => {
+        throw new Error('observer broke');
+      },
+    };
+    const fragile = await startDnsServer({ zone, observer: throwing, logger });
+    try {
+      for (let id = 1; id <= 3; id++) expect(rcodeOf(await udpAsk(query(ZONE, id, 'SOA'), fragile.port))).toBe(0);
+      await udpFire(randomBytes(3), fragile.port);
+      await waitUntil(() => fragile.stats().dropped.malformed === 1);
+      expect(rcodeOf(await udpAsk(query(ZONE, 4, 'SOA'), fragile.port))).toBe(0);
+      expect(lines.filter((l) => l.includes('observer threw'))).toHaveLength(1);
+    } finally {
+      await fragile.close();
     }
   });
 });
