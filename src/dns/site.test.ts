@@ -112,12 +112,24 @@ describe('SiteSelector: prefix lookup', () => {
     expect(site.prefixLabels(subnet('2001:db8:0:200::1', 128))).toEqual({ site: 'v6b', region: 'west' });
   });
 
-  it('follows CMDB changes at the next lookup', async () => {
-    const { site, cmdb, cache } = await selectorOver(table);
+  it('follows CMDB changes at the next lookup, address by address or whole', async () => {
+    const { site, cmdb, cache } = await selectorOver(table, { trustedResolvers: ['10.0.0.53'] });
     expect(site.prefixLabels(subnet('10.1.2.0', 24))).toEqual({ region: 'east' });
-    cmdb.replace({ ...table, '10.1.2.9': { site: 'x11', region: 'east' } });
+    const { '10.1.1.5': _gone, ...rest } = table;
+    cmdb.replace({ ...rest, '10.1.2.9': { site: 'x11', region: 'east' }, '10.1.9.1': { site: 'x19' } });
     expect(await cache.pollEvents()).toBe(true);
     expect(site.prefixLabels(subnet('10.1.2.0', 24))).toEqual({ site: 'x11', region: 'east' });
+    expect(site.prefixLabels(subnet('10.1.2.9', 32))).toEqual({ site: 'x11', region: 'east' });
+    expect(site.prefixLabels(subnet('10.1.1.5', 32))).toEqual({});
+    expect(site.client('10.1.9.1').labels).toEqual({ site: 'x19' });
+    // More changed addresses than are read one by one: the whole CMDB again.
+    const many: Table = {};
+    for (let i = 0; i < 5000; i += 1) many[`10.2.${i >> 8}.${i & 255}`] = { site: `s${i >> 8}`, region: 'big' };
+    cmdb.replace(many);
+    expect(await cache.pollEvents()).toBe(true);
+    expect(site.prefixLabels(subnet('10.2.3.0', 24))).toEqual({ site: 's3', region: 'big' });
+    expect(site.prefixLabels(subnet('10.2.0.0', 16))).toEqual({ region: 'big' });
+    expect(site.prefixLabels(subnet('10.1.2.0', 24))).toEqual({});
   });
 });
 

@@ -16,11 +16,14 @@ export const DEFAULT_SITE_LABELS: readonly string[] = Object.freeze(['site', 're
 
 /**
  * Where the labels of addresses come from: satisfied by `CmdbCache` (src/cmdb/cache.ts). Only what
- * the selector uses: the whole table (to build its prefix index) and the notice that it changed.
+ * the selector uses: the whole table (to build its index), one address's labels, and the notice of
+ * which addresses changed (so that a few changes cost a few look-ups, not a rebuild).
  */
 export interface SiteLabelSource {
   /** Every IP with labels and its labels, as last seen. */
   snapshot(): ReadonlyMap<string, Labels>;
+  /** The labels of one IP as last seen (empty when it has none). */
+  labelsOf(ip: string): Labels;
   on(event: 'change', listener: (ips: string[]) => void): unknown;
   off(event: 'change', listener: (ips: string[]) => void): unknown;
 }
@@ -99,6 +102,8 @@ const NO_LABELS: Labels = Object.freeze({});
 const OPTED_OUT: SiteClient = Object.freeze({ labels: NO_LABELS, scope: 0, tailored: false });
 /** Bound on each memo (instance address -> key, site value -> DNS label); a full one is cleared. */
 const MEMO_LIMIT = 65_536;
+/** More changed addresses than this in one notice: read the whole CMDB again rather than each. */
+const INCREMENTAL_LIMIT = 4_096;
 
 /**
  * Tells who asks and picks instances for them, from CMDB labels.
@@ -110,9 +115,12 @@ const MEMO_LIMIT = 65_536;
  *   agrees on: a label counts when all the addresses in the prefix that have it have the same value
  *   (two addresses of one /24 in different sites of one region give the region only). A full
  *   /32 or /128 is an exact lookup.
- * - The index is rebuilt from `snapshot()` when the CMDB says it changed: soon after the notice, and
- *   at the latest at the next lookup, so an answer never uses labels older than the last change.
- *   A lookup is a binary search plus constant work per label name, whatever the prefix covers.
+ * - The index follows the CMDB's change notices, so an answer never uses labels older than the last
+ *   change: the addresses a notice names are read again one by one (the whole CMDB when it names
+ *   more than {@link INCREMENTAL_LIMIT}); the sorted prefix tables are rebuilt from that soon after
+ *   the notice, or by the next prefix lookup, whichever comes first, and only where resolvers are
+ *   trusted (nobody else's prefixes are looked up). A prefix lookup is a binary search plus constant
+ *   work per label name, whatever the prefix covers; an exact one is a map read.
  * - An instance's label is its own metadata value of that name when it has one, else the CMDB's
  *   value for its address.
  * - Candidates are the healthy, enabled instances with weight > 0 (with protection: the enabled
@@ -134,14 +142,21 @@ export class SiteSelector {
   private readonly memo = new Map<string, AddressKey | null>();
   /** Instance label value -> its DNS label, for pinned sites (`mapLabel` hashes names that are not labels). */
   private readonly mapped = new Map<string, string>();
-  private dirty = true;
+  /** The exact tables must be read again from `snapshot()` (at start, and after large changes). */
+  private stale = true;
+  /** The prefix tables must be rebuilt from the exact ones. */
+  private unsorted = true;
   private pending: NodeJS.Immediate | undefined;
-  private readonly onChange = (): void => {
-    this.dirty = true;
-    if (this.pending !== undefined) return;
+  private readonly onChange = (ips: readonly string[]): void => {
+    if (!this.stale && ips.length <= INCREMENTAL_LIMIT) this.update(ips);
+    else this.stale = true;
+    this.unsorted = true;
+    // Prefix lookups only happen for trusted resolvers: without any, the prefix tables are never built.
+    if (this.pending !== undefined || (!this.stale && this.trusted.length === 0)) return;
     this.pending = setImmediate(() => {
       this.pending = undefined;
-      this.ensureIndex();
+      if (this.trusted.length > 0) this.ensurePrefixIndex();
+      else this.ensureExact();
     });
     this.pending.unref();
   };
@@ -161,7 +176,7 @@ export class SiteSelector {
     this.threshold = threshold;
     this.cmdb.on('change', this.onChange);
     // The first index is built in a turn of its own too (or by the first query, whichever comes first).
-    this.onChange();
+    this.onChange([]);
   }
 
   /** Stops following the CMDB (the index stays as it is). Idempotent. */
@@ -200,8 +215,9 @@ export class SiteSelector {
       lo[at] = (lo[at] ?? 0) & ~mask;
       hi[at] = (hi[at] ?? 0) | mask;
     }
-    this.ensureIndex();
     const full = subnet.sourcePrefix === width * 8;
+    if (full) this.ensureExact();
+    else this.ensurePrefixIndex();
     if (width === 4) {
       if (full) return this.exact4.get(v4Number(lo)) ?? NO_LABELS;
       return this.v4 === undefined ? NO_LABELS : this.agreed(this.v4, lowerBound(this.v4.keys, v4Number(lo)), upperBound(this.v4.keys, v4Number(hi)) - 1);
@@ -229,7 +245,6 @@ export class SiteSelector {
     const candidates = isProtected ? eligible : live;
     let byClient = false;
     if (candidates.length > 1) {
-      this.ensureIndex();
       for (let level = 0; level < this.names.length; level += 1) {
         const name = this.names[level]!;
         const pinned = level === 0 && pinnedSite !== undefined;
@@ -274,7 +289,7 @@ export class SiteSelector {
   }
 
   private exactLabels(key: AddressKey): Labels {
-    this.ensureIndex();
+    this.ensureExact();
     return (key.family === 4 ? this.exact4.get(key.n) : this.exact6.get(key.hex)) ?? NO_LABELS;
   }
 
@@ -289,10 +304,11 @@ export class SiteSelector {
     return out;
   }
 
-  /** Rebuilds the index when the CMDB changed since the last build. */
-  private ensureIndex(): void {
-    if (!this.dirty) return;
-    this.dirty = false;
+  /** The exact tables, read again from the whole CMDB when they are stale. */
+  private ensureExact(): void {
+    if (!this.stale) return;
+    this.stale = false;
+    this.unsorted = true;
     const exact4 = new Map<number, Labels>();
     const exact6 = new Map<string, Labels>();
     const shared = new Map<string, Labels>();
@@ -300,12 +316,35 @@ export class SiteSelector {
       const key = addressKey(ip);
       if (key === undefined) continue;
       const labels = pick(all, this.names, shared);
+      if (labels === NO_LABELS) continue;
       if (key.family === 4) {
         if (!exact4.has(key.n)) exact4.set(key.n, labels);
       } else if (!exact6.has(key.hex)) exact6.set(key.hex, labels);
     }
     this.exact4 = exact4;
     this.exact6 = exact6;
+  }
+
+  /** A few addresses changed: their rows only (an address spelled twice in the CMDB takes the last spelling changed). */
+  private update(ips: readonly string[]): void {
+    const shared = new Map<string, Labels>();
+    for (const ip of ips) {
+      const key = addressKey(ip);
+      if (key === undefined) continue;
+      const labels = pick(this.cmdb.labelsOf(ip), this.names, shared);
+      const table: Map<number | string, Labels> = key.family === 4 ? this.exact4 : this.exact6;
+      const id = key.family === 4 ? key.n : key.hex;
+      if (labels === NO_LABELS) table.delete(id);
+      else table.set(id, labels);
+    }
+  }
+
+  /** The prefix tables, rebuilt from the exact ones after a change. */
+  private ensurePrefixIndex(): void {
+    this.ensureExact();
+    if (!this.unsorted) return;
+    this.unsorted = false;
+    const { exact4, exact6 } = this;
     // Typed-array sort is numeric; fixed-width hex sorts as strings.
     const keys4 = Uint32Array.from(exact4.keys()).sort();
     this.v4 = buildFamily(keys4, Array.from(keys4, (k) => exact4.get(k)!), this.names);
@@ -338,13 +377,17 @@ function buildFamily<K extends number | string>(keys: ArrayLike<K>, labels: Labe
   return { keys, labels, first, agreeTo };
 }
 
-/** The configured labels of `all`; equal results share one frozen object (`shared`), as most hosts share a few sites. */
+/** The configured labels of `all` (NO_LABELS for none); equal results share one frozen object (`shared`), as most hosts share a few sites. */
 function pick(all: Labels, names: readonly string[], shared: Map<string, Labels>): Labels {
   let id = '';
+  let any = false;
   for (const name of names) {
     const value = all[name];
-    id += typeof value === 'string' && value !== '' ? `${value.length}:${value}` : '-';
+    const has = typeof value === 'string' && value !== '';
+    any ||= has;
+    id += has ? `${value.length}:${value}` : '-';
   }
+  if (!any) return NO_LABELS;
   let out = shared.get(id);
   if (out === undefined) {
     const fresh: Record<string, string> = {};
