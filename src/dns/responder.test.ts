@@ -120,7 +120,7 @@ describe('DnsResponder with same-site answers', () => {
     '33.33.34.1': { site: 'x21', region: 'west' },
     '2001:db8::1': { site: 'x11', region: 'east' },
   }), refreshMs: 3_600_000, eventPollMs: 3_600_000 });
-  const catalogue = new DnsCatalogue({ zone: ZONE });
+  const catalogue = new DnsCatalogue({ zone: ZONE, aliases: { shop: { namespace: '', group: 'DEFAULT_GROUP', name: 'orders' } } });
   const selectors: SiteSelector[] = [];
   const provider = (ip: string, extra: Partial<Instance> = {}): Instance => ({ ip, port: 8080, weight: 1, healthy: true, enabled: true, ephemeral: true, cluster: 'DEFAULT', metadata: { protocol: 'http' }, ...extra });
 
@@ -192,7 +192,7 @@ describe('DnsResponder with same-site answers', () => {
 
   it('serves <name>.<site>.site.<zone> with that site pinned, for every form of the name', () => {
     const r = responder({});
-    for (const name of [`orders.default-group.public.svc.x12.site.${ZONE}`, `orders.public.svc.x12.site.${ZONE}`, `Orders.SVC.X12.site.${ZONE}`]) {
+    for (const name of [`orders.default-group.public.svc.x12.site.${ZONE}`, `orders.public.svc.x12.site.${ZONE}`, `Orders.SVC.X12.site.${ZONE}`, `shop.x12.site.${ZONE}`]) {
       expect(query(r, name, 'A', '10.2.0.1').data).toEqual(['10.1.0.2']);
     }
     const srv = query(r, `_http._tcp.orders.svc.x21.site.${ZONE}`, 'SRV', '10.1.0.1');
