@@ -1,7 +1,11 @@
 import * as dnsPacket from 'dns-packet';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CmdbCache, SnapshotCmdbProvider, parseCmdbFile } from '../cmdb/index.js';
+import type { Instance } from '../model/types.js';
+import { DnsCatalogue } from './catalogue.js';
 import { instanceName } from './names.js';
-import { DnsResponder, isEncodableName, srvWeight } from './responder.js';
+import { DnsResponder, isEncodableName, srvWeight, type ResponderOptions } from './responder.js';
+import { SiteSelector, type SiteSelectorOptions } from './site.js';
 import type { DnsInstance, DnsService, ZoneLookup, ZoneNode } from './zone.js';
 
 const ZONE = 'regsync.internal';
@@ -96,5 +100,140 @@ describe('DnsResponder', () => {
     expect(isEncodableName(`${'a'.repeat(64)}.x`)).toBe(false);
     expect(isEncodableName('a..b')).toBe(false);
     expect([srvWeight(0.2), srvWeight(2.6), srvWeight(1e9)]).toEqual([1, 3, 65535]);
+  });
+});
+
+/** A CMDB served from one fixed table: the real snapshot provider and parser behind a real cache. */
+class TableCmdb extends SnapshotCmdbProvider {
+  constructor(table: Record<string, Record<string, string>>) {
+    super();
+    this.install(parseCmdbFile(JSON.stringify({ labels: { site: null, region: null }, entities: { ip: table } }), 'cmdb.json'), false);
+  }
+}
+
+describe('DnsResponder with same-site answers', () => {
+  const cmdb = new CmdbCache({ provider: new TableCmdb({
+    '10.1.0.1': { site: 'x11', region: 'east' },
+    '10.1.0.2': { site: 'x12', region: 'east' },
+    '10.2.0.1': { site: 'x21', region: 'west' },
+    '33.33.33.33': { site: 'x11', region: 'east' },
+    '33.33.34.1': { site: 'x21', region: 'west' },
+    '2001:db8::1': { site: 'x11', region: 'east' },
+  }), refreshMs: 3_600_000, eventPollMs: 3_600_000 });
+  const catalogue = new DnsCatalogue({ zone: ZONE, aliases: { shop: { namespace: '', group: 'DEFAULT_GROUP', name: 'orders' } } });
+  const selectors: SiteSelector[] = [];
+  const provider = (ip: string, extra: Partial<Instance> = {}): Instance => ({ ip, port: 8080, weight: 1, healthy: true, enabled: true, ephemeral: true, cluster: 'DEFAULT', metadata: { protocol: 'http' }, ...extra });
+
+  beforeAll(async () => {
+    await cmdb.start();
+    catalogue.put('c1', { namespace: '', group: 'DEFAULT_GROUP', name: 'orders' }, [provider('10.1.0.1'), provider('10.1.0.2'), provider('10.2.0.1'), provider('2001:db8::1')]);
+    catalogue.put('c1', { namespace: 'team', group: 'blue', name: 'pay' }, [provider('10.1.0.1', { healthy: false }), provider('10.2.0.1', { healthy: false }), provider('10.1.0.2')]);
+  });
+  afterAll(async () => {
+    for (const s of selectors) s.close();
+    await cmdb.stop();
+  });
+
+  const responder = (site: Omit<SiteSelectorOptions, 'cmdb'> | undefined, extra: ResponderOptions = {}): DnsResponder => {
+    if (site === undefined) return new DnsResponder(catalogue, extra);
+    const selector = new SiteSelector({ cmdb, ...site });
+    selectors.push(selector);
+    return new DnsResponder(catalogue, { ...extra, site: selector });
+  };
+  const ecsOpt = (ip: string, sourcePrefixLength: number, family = 1) => opt({ options: [{ code: 8, family, sourcePrefixLength, scopePrefixLength: 0, ip } as dnsPacket.PacketOpt] });
+  const query = (r: DnsResponder, name: string, type: dnsPacket.RecordType, from: string, additionals: dnsPacket.Answer[] = []) => {
+    const out = r.respond(dnsPacket.decode(dnsPacket.encode({ type: 'query', id: 7, questions: [{ type, name }], additionals })), { address: from, transport: 'udp' });
+    const reply = dnsPacket.decode(out.message);
+    const ecs = (reply.additionals?.find((a) => a.type === 'OPT') as dnsPacket.OptAnswer | undefined)?.options.find((o) => o.code === 8) as { scopePrefixLength: number; sourcePrefixLength: number } | undefined;
+    const data = (reply.answers ?? []).map((a) => (a.type === 'SRV' ? `${a.data.target}:${a.data.port}` : String((a as { data: unknown }).data))).sort();
+    return { reply, data, rcode: out.rcode, ecs };
+  };
+  const ORDERS = `orders.default-group.public.svc.${ZONE}`;
+
+  it('answers a trusted resolver\'s ECS client from its site, with SCOPE = the source prefix', () => {
+    const r = responder({ trustedResolvers: ['10.0.0.53'] });
+    const x11 = query(r, ORDERS, 'A', '10.0.0.53', [ecsOpt('33.33.33.0', 24)]);
+    expect(x11.data).toEqual(['10.1.0.1']);
+    expect(x11.ecs).toMatchObject({ sourcePrefixLength: 24, scopePrefixLength: 24 });
+    const x21 = query(r, ORDERS, 'A', '10.0.0.53', [ecsOpt('33.33.34.1', 32)]);
+    expect([x21.data, x21.ecs?.scopePrefixLength]).toEqual([['10.2.0.1'], 32]);
+    // A /16 holding both sites and regions: nothing shared, all of them; still tied to the prefix.
+    const wide = query(r, ORDERS, 'A', '10.0.0.53', [ecsOpt('33.33.0.0', 16)]);
+    expect([wide.data, wide.ecs?.scopePrefixLength]).toEqual([['10.1.0.1', '10.1.0.2', '10.2.0.1'], 16]);
+  });
+
+  it('ignores ECS from an untrusted sender (SCOPE 0) and opts out on source prefix 0', () => {
+    const r = responder({ trustedResolvers: ['10.0.0.53'] });
+    // From 10.2.0.1 (site x21) claiming 33.33.33.0/24 (x11): its own site, SCOPE 0.
+    const claimed = query(r, ORDERS, 'A', '10.2.0.1', [ecsOpt('33.33.33.0', 24)]);
+    expect([claimed.data, claimed.ecs?.scopePrefixLength]).toEqual([['10.2.0.1'], 0]);
+    const optedOut = query(r, ORDERS, 'A', '10.0.0.53', [ecsOpt('0.0.0.0', 0)]);
+    expect([optedOut.data, optedOut.ecs?.scopePrefixLength]).toEqual([['10.1.0.1', '10.1.0.2', '10.2.0.1'], 0]);
+  });
+
+  it('gives SCOPE 0 to answers that do not depend on the client, and adds no ECS to a query without one', () => {
+    const r = responder({ trustedResolvers: ['10.0.0.53'] });
+    expect(query(r, `10-1-0-1.${ORDERS}`, 'A', '10.0.0.53', [ecsOpt('33.33.33.0', 24)]).ecs?.scopePrefixLength).toBe(0);
+    expect(query(r, `nothing.svc.${ZONE}`, 'A', '10.0.0.53', [ecsOpt('33.33.33.0', 24)]).ecs?.scopePrefixLength).toBe(0);
+    expect(query(r, `orders.svc.x21.site.${ZONE}`, 'A', '10.0.0.53', [ecsOpt('33.33.33.0', 24)]).ecs?.scopePrefixLength).toBe(0);
+    const plain = query(r, ORDERS, 'A', '10.0.0.53', [opt()]);
+    expect(plain.reply.additionals?.find((a) => a.type === 'OPT')).toMatchObject({ options: [] });
+    expect(query(r, ORDERS, 'A', '10.0.0.53').reply.additionals).toEqual([]);
+  });
+
+  it('chooses per address family and for SRV, at the name and in the _port._proto form', () => {
+    const r = responder({});
+    // 10.2.0.1 is x21: no x21 instance is IPv6, so AAAA falls back to all (the one) instead of nothing.
+    expect(query(r, ORDERS, 'AAAA', '10.2.0.1').data).toEqual(['2001:db8::1']);
+    expect(query(r, ORDERS, 'A', '2001:db8::1').data).toEqual(['10.1.0.1']);
+    expect(query(r, ORDERS, 'SRV', '10.2.0.1').data).toEqual([`10-2-0-1.${ORDERS}:8080`]);
+    expect(query(r, `_http._tcp.orders.svc.${ZONE}`, 'SRV', '10.1.0.2').data).toEqual([`10-1-0-2.${ORDERS}:8080`]);
+  });
+
+  it('serves <name>.<site>.site.<zone> with that site pinned, for every form of the name', () => {
+    const r = responder({});
+    for (const name of [`orders.default-group.public.svc.x12.site.${ZONE}`, `orders.public.svc.x12.site.${ZONE}`, `Orders.SVC.X12.site.${ZONE}`, `shop.x12.site.${ZONE}`]) {
+      expect(query(r, name, 'A', '10.2.0.1').data).toEqual(['10.1.0.2']);
+    }
+    const srv = query(r, `_http._tcp.orders.svc.x21.site.${ZONE}`, 'SRV', '10.1.0.1');
+    expect(srv.data).toEqual([`10-2-0-1.${ORDERS}:8080`]);
+    expect(srv.reply.answers?.[0]?.name).toBe(`_http._tcp.orders.svc.x21.site.${ZONE}`);
+    // A site without instances: the asker's region (10.1.0.1 is east), then all.
+    expect(query(r, `orders.svc.x99.site.${ZONE}`, 'A', '10.1.0.1').data).toEqual(['10.1.0.1', '10.1.0.2']);
+    expect(query(r, `orders.svc.x99.site.${ZONE}`, 'A', '192.0.2.1').data).toEqual(['10.1.0.1', '10.1.0.2', '10.2.0.1']);
+  });
+
+  it('answers NODATA for site.<zone>, <x>.site.<zone> and empty non-terminals under a site, NXDOMAIN for the rest', () => {
+    const r = responder({});
+    for (const name of [`site.${ZONE}`, `x11.site.${ZONE}`, `svc.x11.site.${ZONE}`, `public.svc.x11.site.${ZONE}`]) {
+      const nodata = query(r, name, 'A', '10.1.0.1');
+      expect([name, nodata.rcode, nodata.data, nodata.reply.authorities?.[0]?.type]).toEqual([name, 0, [], 'SOA']);
+    }
+    for (const name of [`nothing.svc.x11.site.${ZONE}`, `10-1-0-1.${ORDERS.replace(`.${ZONE}`, '')}.x11.site.${ZONE}`]) {
+      expect(query(r, name, 'A', '10.1.0.1').rcode).toBe(3);
+    }
+    // Without a site selector, site names do not exist.
+    expect(query(responder(undefined), `orders.svc.x11.site.${ZONE}`, 'A', '10.1.0.1').rcode).toBe(3);
+    expect(query(responder(undefined), `site.${ZONE}`, 'A', '10.1.0.1').rcode).toBe(3);
+  });
+
+  it('answers unhealthy instances too below the protect threshold, and only healthy ones otherwise', () => {
+    const pay = `pay.blue.team.svc.${ZONE}`;
+    expect(query(responder({ protectThreshold: 0.5 }), pay, 'A', '10.2.0.1').data).toEqual(['10.2.0.1']);
+    expect(query(responder({ protectThreshold: 0.5 }), pay, 'A', '192.0.2.1').data).toEqual(['10.1.0.1', '10.1.0.2', '10.2.0.1']);
+    expect(query(responder({}), pay, 'A', '10.2.0.1').data).toEqual(['10.1.0.2']);
+    expect(query(responder(undefined), pay, 'A', '10.2.0.1').data).toEqual(['10.1.0.2']);
+  });
+
+  it('never throws on odd askers or options', () => {
+    const r = responder({ trustedResolvers: ['10.0.0.53', '::1'] });
+    for (const from of ['', 'garbage', '::1', 'fe80::1%eth0']) {
+      for (const extra of [[], [ecsOpt('2001:db8::', 56, 2)], [ecsOpt('33.33.33.0', 24)]]) {
+        expect(query(r, ORDERS, 'A', from, extra).rcode).toBe(0);
+      }
+    }
+    const v6 = query(r, ORDERS, 'A', '::1', [ecsOpt('2001:db8::', 56, 2)]);
+    // 2001:db8::/56 holds 2001:db8::1 only (x11).
+    expect([v6.data, v6.ecs?.scopePrefixLength]).toEqual([['10.1.0.1'], 56]);
   });
 });

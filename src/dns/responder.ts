@@ -3,6 +3,7 @@ import * as dnsPacket from 'dns-packet';
 import type { Answer, DecodedPacket, Question } from 'dns-packet';
 import type { DnsInstance, DnsService, ZoneLookup, ZoneNode } from './zone.js';
 import { instanceName } from './names.js';
+import type { ClientSubnet, SiteClient, SiteSelector } from './site.js';
 
 /*
  * The DNS wire side of regsync's DNS server: a decoded query in, an encoded answer out, from a
@@ -51,6 +52,12 @@ export interface ResponderOptions {
   random?: () => number;
   /** Sets RA on every answer: true only where names outside the zone are forwarded (default false). */
   recursionAvailable?: boolean;
+  /**
+   * Same-site answers (src/dns/site.ts): A/AAAA/SRV of services prefer the asker's site, then its
+   * region; `<name>.<site>.site.<zone>` pins a site. Without it every asker gets every live
+   * instance and site names do not exist.
+   */
+  site?: SiteSelector | undefined;
 }
 
 /** Who asks and how: the transport decides the size limit. */
@@ -85,7 +92,24 @@ interface Draft {
   answers: Answer[][];
   authorities: Answer[][];
   additionals: Answer[][];
+  /** ECS SCOPE PREFIX of the answer: > 0 when it was tailored to a trusted ECS. */
+  scope?: number;
 }
+
+/** Same-site choice for one query: the selector, and who asks (worked out only when an answer needs it). */
+interface SiteContext {
+  site: SiteSelector;
+  client: () => SiteClient;
+}
+
+/** A `<prefix>.<site>.site.<zone>` name: the name it stands for and the pinned site label. */
+interface PinnedName {
+  name: string;
+  site: string;
+}
+
+/** The label that marks a pinned site: `<site>.site.<zone>`. */
+const SITE_LABEL = 'site';
 
 /**
  * Answers DNS queries for one zone. Holds no per-query state; `respond` is safe to call for any
@@ -98,6 +122,7 @@ export class DnsResponder {
   private readonly serial: number;
   private readonly random: () => number;
   private readonly ra: number;
+  private readonly site: SiteSelector | undefined;
 
   constructor(
     private readonly zone: ZoneLookup,
@@ -109,6 +134,7 @@ export class DnsResponder {
     this.serial = options.serial ?? 1;
     this.random = options.random ?? Math.random;
     this.ra = options.recursionAvailable ? dnsPacket.RECURSION_AVAILABLE : 0;
+    this.site = options.site;
   }
 
   private get zoneName(): string {
@@ -133,16 +159,26 @@ export class DnsResponder {
     const question = questions[0];
     if (questions.length !== 1 || !question) return this.finish(header, { ...draft, rcode: RCODE.FORMERR }, optOut, limit, qtype);
     draft.questions = [question];
+    let ecs: { echo: dnsPacket.PacketOpt & { data: Buffer }; subnet: ClientSubnet } | undefined;
     if (opt && optOut) {
-      const ecs = echoClientSubnet(opt);
-      if (ecs === 'malformed') return this.finish(header, { ...draft, rcode: RCODE.FORMERR }, optOut, limit, qtype);
-      if (ecs) optOut.options.push(ecs);
+      const parsed = readClientSubnet(opt);
+      if (parsed === 'malformed') return this.finish(header, { ...draft, rcode: RCODE.FORMERR }, optOut, limit, qtype);
+      ecs = parsed;
+      if (ecs) optOut.options.push(ecs.echo);
     }
     if ((question.class ?? 'IN') !== 'IN') return this.finish(header, { ...draft, rcode: RCODE.REFUSED }, optOut, limit, qtype);
     const name = normaliseName(question.name);
     if (!this.inZone(name)) return this.finish(header, { ...draft, rcode: RCODE.REFUSED, outOfZone: true }, optOut, limit, qtype);
     draft.aa = true;
-    this.answerInZone(name, question, draft);
+    let context: SiteContext | undefined;
+    if (this.site) {
+      const site = this.site;
+      let client: SiteClient | undefined;
+      context = { site, client: () => (client ??= site.client(asker.address, ecs?.subnet)) };
+    }
+    this.answerInZone(name, question, draft, context);
+    // RFC 7871 §7.2.1: SCOPE says how much of the client's address the answer depends on.
+    if (ecs && draft.scope !== undefined && draft.scope > 0) ecs.echo.data.writeUInt8(Math.min(draft.scope, ecs.subnet.sourcePrefix), 3);
     return this.finish(header, draft, optOut, limit, qtype);
   }
 
@@ -166,21 +202,65 @@ export class DnsResponder {
     return name === zone || name.endsWith(`.${zone}`);
   }
 
-  private answerInZone(name: string, question: Question, draft: Draft): void {
+  private answerInZone(name: string, question: Question, draft: Draft, context: SiteContext | undefined): void {
     const qtype: string = question.type;
     const nsName = `ns.${this.zoneName}`;
     if (name === nsName) {
       if (qtype === 'A' || qtype === 'ANY') draft.answers.push([{ type: 'A', name: question.name, ttl: this.negativeTtl, data: this.nsAddress }]);
       return this.negativeIfEmpty(draft, true);
     }
-    const node = this.zone.find(name);
+    let node = this.zone.find(name);
+    let pinned: string | undefined;
+    if (!node && context) {
+      const site = this.pinnedName(name);
+      if (site === 'empty') return this.negativeIfEmpty(draft, true);
+      if (site) {
+        const base = this.zone.find(site.name);
+        // Only names that answer with a choice of instances have site forms.
+        if (base?.kind === 'service' || base?.kind === 'port') [node, pinned] = [base, site.site];
+        else if (base?.kind === 'empty') return this.negativeIfEmpty(draft, true);
+      }
+    }
     if (!node) return this.negativeIfEmpty(draft, false);
     if (node.kind !== 'apex' && node.kind !== 'empty' && node.service.staleSince !== undefined) draft.stale = true;
-    this.answerNode(node, question, draft);
+    this.answerNode(node, question, draft, this.chooser(context, draft, pinned));
     this.negativeIfEmpty(draft, true);
   }
 
-  private answerNode(node: ZoneNode, question: Question, draft: Draft): void {
+  /**
+   * `site.<zone>` and `<x>.site.<zone>`: 'empty' (NODATA); `<prefix>.<x>.site.<zone>`: the name
+   * `<prefix>.<zone>` with site `x`; anything else: undefined.
+   */
+  private pinnedName(name: string): PinnedName | 'empty' | undefined {
+    const zone = this.zoneName;
+    const rest = name.slice(0, name.length - zone.length - 1);
+    if (rest === SITE_LABEL) return 'empty';
+    if (!rest.endsWith(`.${SITE_LABEL}`)) return undefined;
+    const head = rest.slice(0, rest.length - SITE_LABEL.length - 1);
+    const dot = head.lastIndexOf('.');
+    if (dot === -1) return head === '' ? undefined : 'empty';
+    const site = head.slice(dot + 1);
+    const prefix = head.slice(0, dot);
+    if (site === '' || prefix === '') return undefined;
+    return { name: `${prefix}.${zone}`, site };
+  }
+
+  /**
+   * The instances a question about one service gets, weighted-shuffled: every live one, or with a
+   * site selector the asker's (or the pinned) site's first; notes on the draft when the choice
+   * depended on a trusted ECS.
+   */
+  private chooser(context: SiteContext | undefined, draft: Draft, pinned: string | undefined): (instances: readonly DnsInstance[]) => DnsInstance[] {
+    if (!context) return (instances) => this.shuffle(liveInstances(instances));
+    return (instances) => {
+      const client = context.client();
+      const choice = context.site.select(instances, client, pinned);
+      if (choice.byClient && client.scope > 0) draft.scope = Math.max(draft.scope ?? 0, client.scope);
+      return this.shuffle(choice.instances);
+    };
+  }
+
+  private answerNode(node: ZoneNode, question: Question, draft: Draft, choose: (instances: readonly DnsInstance[]) => DnsInstance[]): void {
     const owner = question.name;
     const qtype: string = question.type;
     const add = (rrset: Answer[], into: Answer[][] = draft.answers): void => {
@@ -195,10 +275,12 @@ export class DnsResponder {
         }
         return;
       case 'service': {
-        const live = this.shuffle(liveInstances(node.service.instances));
-        if (qtype === 'A' || qtype === 'ANY') add(addressRecords(owner, node.service, live, 'A'));
-        if (qtype === 'AAAA' || qtype === 'ANY') add(addressRecords(owner, node.service, live, 'AAAA'));
-        if (qtype === 'SRV') this.addSrv(owner, node.service, live.map((i) => ({ instance: i, port: i.port })), draft);
+        // Chosen per address family: a site whose instances are all IPv6 must not leave A empty.
+        const { instances } = node.service;
+        for (const family of ['A', 'AAAA'] as const) {
+          if (qtype === family || qtype === 'ANY') add(addressRecords(owner, node.service, choose(instances.filter((i) => ipFamily(i.ip) === family)), family));
+        }
+        if (qtype === 'SRV') this.addSrv(owner, node.service, choose(instances).map((i) => ({ instance: i, port: i.port })), draft);
         return;
       }
       case 'port': {
@@ -207,8 +289,7 @@ export class DnsResponder {
         const { name, proto } = node.port;
         const numbers = new Set(node.service.ports.filter((p) => p.name === name && p.proto === proto).map((p) => p.port));
         numbers.add(node.port.port);
-        const live = this.shuffle(liveInstances(node.service.instances)).filter((i) => numbers.has(i.port));
-        if (qtype === 'SRV') this.addSrv(owner, node.service, live.map((i) => ({ instance: i, port: i.port })), draft);
+        if (qtype === 'SRV') this.addSrv(owner, node.service, choose(node.service.instances.filter((i) => numbers.has(i.port))).map((i) => ({ instance: i, port: i.port })), draft);
         return;
       }
       case 'instance': {
@@ -384,11 +465,11 @@ function opcodeOf(flags: number): number {
 }
 
 /**
- * The ECS option to echo (RFC 7871 §7.2.1: FAMILY, SOURCE PREFIX and ADDRESS as sent, SCOPE 0:
- * this answer does not depend on the client's subnet), 'malformed' for a broken one (FORMERR,
+ * The query's ECS option and the one to echo (RFC 7871 §7.2.1: FAMILY, SOURCE PREFIX and ADDRESS
+ * as sent, SCOPE 0 until an answer depends on the subnet), 'malformed' for a broken one (FORMERR,
  * §7.1.2), undefined when the query has none.
  */
-function echoClientSubnet(opt: dnsPacket.OptAnswer): dnsPacket.PacketOpt | 'malformed' | undefined {
+function readClientSubnet(opt: dnsPacket.OptAnswer): { echo: dnsPacket.PacketOpt & { data: Buffer }; subnet: ClientSubnet } | 'malformed' | undefined {
   const ecs = (opt.options ?? []).filter((o) => o.code === ECS_OPTION);
   if (ecs.length === 0) return undefined;
   if (ecs.length > 1) return 'malformed';
@@ -404,5 +485,5 @@ function echoClientSubnet(opt: dnsPacket.OptAnswer): dnsPacket.PacketOpt | 'malf
   if (spare > 0 && (address[address.length - 1]! & ((1 << spare) - 1)) !== 0) return 'malformed';
   const echoed = Buffer.from(data);
   echoed.writeUInt8(0, 3);
-  return { code: ECS_OPTION, data: echoed } as dnsPacket.PacketOpt;
+  return { echo: { code: ECS_OPTION, data: echoed } as dnsPacket.PacketOpt & { data: Buffer }, subnet: { family, sourcePrefix: source, address: Uint8Array.from(address) } };
 }
