@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import type { DnsStatusSource } from './api/api-deps.js';
 import type { ApiToken } from './api/auth-tokens.js';
 import type { RateLimitSettings } from './api/rate-limit.js';
 import type { CmdbCache } from './cmdb/cache.js';
@@ -53,6 +54,8 @@ export interface NodeOptions {
    * and closed by the caller. Its changes reconcile the service syncs of the IPs they name.
    */
   cmdb?: { cache: CmdbCache; describe: string } | undefined;
+  /** The DNS server this process runs beside the node (started after it), for `GET /api/v1/dns`. */
+  dns?: DnsStatusSource | undefined;
   /**
    * Where a listener serving only `GET /metrics` and `GET /healthz` runs (`regsync worker
    * --metrics-listen`); default none. A process with the API serves `/metrics` on the API port anyway.

@@ -6,6 +6,7 @@ import { installBodyDepthLimit } from './body-depth.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerDashboardRoutes } from './dashboard-routes.js';
 import { answerClientError, installErrorHandling, sendApiError } from './error-handler.js';
+import { registerDnsRoutes } from './dns-routes.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerMetricsRoutes } from './metrics-routes.js';
 import { registerHealthRoutes } from './health-routes.js';
@@ -67,6 +68,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<FastifyInstance> {
   if (deps.deployment) registerShardRoutes(app, deps.deployment);
   if (deps.metrics) registerMetricsRoutes(app, deps.metrics);
   if (deps.events) registerEventRoutes(app, deps.events, deps.store, deps.eventRoutes);
+  registerDnsRoutes(app, deps.dns);
   registerDashboardRoutes(app, ctx);
   // Not `ready()` yet: the caller may add routes (metrics, dashboard) before `listen` or `inject`.
   return app;

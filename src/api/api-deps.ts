@@ -8,6 +8,11 @@ import type { EventRoutesOptions, TaskEventSource } from './event-routes.js';
 import type { MetricsSource } from './metrics-routes.js';
 import type { RegsyncStore } from '../store/index.js';
 
+/** Where `GET /api/v1/dns` reads from: undefined while no DNS server runs in this process. */
+export interface DnsStatusSource {
+  status(): Promise<unknown> | undefined;
+}
+
 /** What {@link buildApiApp} needs. */
 export interface ApiDeps {
   /** Where clusters, tasks and status live. */
@@ -30,6 +35,8 @@ export interface ApiDeps {
   metrics?: MetricsSource | undefined;
   /** The task event log for `GET /api/v1/tasks/:id/events` and the `GET /api/v1/events` stream; absent without it. */
   events?: TaskEventSource | undefined;
+  /** The DNS server this process runs, for `GET /api/v1/dns`; absent or answering undefined: the route says none runs. */
+  dns?: DnsStatusSource | undefined;
   /** Options of the event routes (the stream's keep-alive period). */
   eventRoutes?: EventRoutesOptions | undefined;
 }

@@ -31,6 +31,7 @@ export const API_ERRORS = {
   forbidden: { status: 403, meaning: "The token's scope does not allow this: a read token can only read (GET); changes need an admin token." },
   not_found: { status: 404, meaning: 'No route matches the method and path.' },
   cluster_not_found: { status: 404, meaning: 'No cluster has this id.' },
+  dns_not_running: { status: 404, meaning: 'This process runs no DNS server (`regsync up --dns-listen`, or `regsync dns`).' },
   task_not_found: { status: 404, meaning: 'No task has this id.' },
   cluster_exists: { status: 409, meaning: 'A cluster with this id already exists (use PUT to replace it).' },
   cluster_in_use: { status: 409, meaning: 'The cluster cannot be deleted while tasks use it; the message names them.' },

@@ -31,7 +31,7 @@ interface OpenApiDocument {
   paths: Record<string, Record<string, Operation>>;
 }
 
-const AREAS = ['clusters', 'tasks', 'shards', 'cmdb', 'nacos-sync', 'health', 'auth', 'docs', 'metrics', 'events'];
+const AREAS = ['clusters', 'tasks', 'shards', 'cmdb', 'dns', 'nacos-sync', 'health', 'auth', 'docs', 'metrics', 'events'];
 
 let server: RedisServer;
 let h: ApiHarness;

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApiApp } from '../api/index.js';
+import type { DnsStatusSource } from '../api/api-deps.js';
 import type { ApiToken } from '../api/auth-tokens.js';
 import type { RateLimitSettings } from '../api/rate-limit.js';
 import { DeploymentView } from '../coord/deployment-view.js';
@@ -21,6 +22,8 @@ export interface ApiSettings {
   runsTasks: boolean;
   apiTokens?: readonly ApiToken[] | undefined;
   apiRateLimit?: RateLimitSettings | false | undefined;
+  /** The DNS server of this process, for `GET /api/v1/dns`. */
+  dns?: DnsStatusSource | undefined;
 }
 
 /** The running REST API. */
@@ -57,7 +60,7 @@ export async function startApiRole(core: NodeCore, connections: Connections, set
     queueDepth: (shard) => queues.depth(shard),
     instancesManaged: () => copiesPerTask(store),
   });
-  const app = await buildApiApp({ store, control, redis, logger: settings.logger, tokens: settings.apiTokens, rateLimit: settings.apiRateLimit, deployment: view, metrics, events });
+  const app = await buildApiApp({ store, control, redis, logger: settings.logger, tokens: settings.apiTokens, rateLimit: settings.apiRateLimit, deployment: view, metrics, events, dns: settings.dns });
   await lifecycle.step('api', () => app.listen({ host: settings.listen.host, port: settings.listen.port }), () => app.close(), 5_000);
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : settings.listen.port;

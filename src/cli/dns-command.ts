@@ -1,0 +1,159 @@
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { kindNamed } from '../../adapters/kinds.js';
+import type { CmdbCache } from '../cmdb/cache.js';
+import { readDnsSettingsFile, resolveDnsSettings, type DnsFlagSettings, type DnsSettings } from '../dns/dns-config.js';
+import { startDns, type RunningDns } from '../dns/dns-service.js';
+import { startMetricsServer, type MetricsServer } from '../metrics/index.js';
+import type { RegistryAdapter } from '../model/adapter.js';
+import type { ClusterSpec } from '../model/types.js';
+import { RegsyncStore } from '../store/index.js';
+import { redisKeys } from '../util/redis-keys.js';
+import { startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
+import { parseListen } from './options.js';
+
+/** `regsync dns` options as commander hands them over. */
+export interface DnsCommandOptions extends CmdbCliOptions, DnsFlagSettings {
+  redis: string;
+  /** `--config`: the DNS settings file. */
+  config?: string | undefined;
+  metricsListen?: string | undefined;
+}
+
+/** The settings of `--config` (or `--dns-config`) with the flags over them. */
+export function dnsSettingsFrom(config: string | undefined, flags: DnsFlagSettings): DnsSettings {
+  return resolveDnsSettings(config === undefined ? {} : readDnsSettingsFile(config), flags);
+}
+
+/** A cluster's adapter, read only, from its kind's factory. */
+export function dnsAdapterFor(logger: Logger): (spec: ClusterSpec) => RegistryAdapter {
+  return (spec) => {
+    const kind = kindNamed(spec.kind);
+    if (kind === undefined) throw new Error(`this build has no adapter for kind ${spec.kind}`);
+    return kind.create(spec, { logger });
+  };
+}
+
+/**
+ * Starts a DNS interface on a deployment's Redis: clusters from the store, told of cluster changes
+ * over the control channel (a connection of its own, cut on close).
+ */
+export async function startDnsOnRedis(options: {
+  settings: DnsSettings;
+  redisUrl: string;
+  prefix?: string | undefined;
+  store?: RegsyncStore | undefined;
+  registry: Registry;
+  cmdb?: CmdbCache | undefined;
+  logger: Logger;
+}): Promise<RunningDns> {
+  const prefix = options.prefix ?? 'regsync';
+  const connections: Redis[] = [];
+  const connect = () => {
+    const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
+    redis.on('error', (err) => options.logger.warn({ err }, 'redis connection error (DNS)'));
+    connections.push(redis);
+    return redis;
+  };
+  const store = options.store ?? new RegsyncStore(connect(), prefix);
+  const subscriber = connect();
+  const channel = redisKeys.controlChannel(prefix);
+  try {
+    try {
+      await subscriber.subscribe(channel);
+    } catch (err) {
+      throw new Error(`cannot reach Redis at ${maskedRedisUrl(options.redisUrl)} for the DNS interface: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    const dns = await startDns({
+      settings: options.settings,
+      clusters: () => store.listClusters(),
+      onClusterChange: (listener) => {
+        const onMessage = (from: string, raw: string) => {
+          if (from !== channel) return;
+          try {
+            if ((JSON.parse(raw) as { op?: string }).op === 'clusterChanged') listener();
+          } catch {
+            // Not ours to judge: the workers log unreadable control messages.
+          }
+        };
+        subscriber.on('message', onMessage);
+        return () => subscriber.off('message', onMessage);
+      },
+      adapter: dnsAdapterFor(options.logger),
+      cmdb: options.cmdb,
+      registry: options.registry,
+      logger: options.logger,
+    });
+    return {
+      get host() {
+        return dns.host;
+      },
+      get port() {
+        return dns.port;
+      },
+      catalogue: dns.catalogue,
+      feed: dns.feed,
+      server: dns.server,
+      status: () => dns.status(),
+      async close() {
+        await dns.close();
+        for (const c of connections) c.disconnect();
+      },
+    };
+  } catch (err) {
+    for (const c of connections) c.disconnect();
+    throw err;
+  }
+}
+
+/** A running `regsync dns`. */
+export interface DnsCommandHandle {
+  dns: RunningDns;
+  metrics: MetricsServer | undefined;
+  close(): Promise<void>;
+}
+
+/**
+ * `regsync dns`: the DNS interface on its own, against a deployment's Redis (clusters as stored),
+ * with its own CMDB and, with `--metrics-listen`, `GET /metrics`, `/healthz` and `/status`.
+ */
+export async function runDns(opts: DnsCommandOptions, logger: Logger): Promise<DnsCommandHandle> {
+  const settings = dnsSettingsFrom(opts.config, opts);
+  const metricsListen = opts.metricsListen === undefined ? undefined : parseListen(opts.metricsListen, '--metrics-listen');
+  const cmdb = await startCmdbFromCli(opts, logger);
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  let dns: RunningDns | undefined;
+  let metrics: MetricsServer | undefined;
+  try {
+    dns = await startDnsOnRedis({ settings, redisUrl: opts.redis, registry, cmdb: cmdb?.cache, logger });
+    const running = dns;
+    if (metricsListen) metrics = await startMetricsServer(registry, metricsListen, logger, { '/status': () => running.status() });
+  } catch (err) {
+    await dns?.close();
+    await cmdb?.close();
+    throw err;
+  }
+  const running = dns;
+  return {
+    dns: running,
+    metrics,
+    async close() {
+      await metrics?.close();
+      await running.close();
+      await cmdb?.close();
+    },
+  };
+}
+
+/** The Redis URL without its password, for messages. */
+function maskedRedisUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    return u.toString();
+  } catch {
+    return 'the given URL';
+  }
+}
