@@ -47,7 +47,7 @@ describe('DNS settings', () => {
       [{ listen: 'localhost:53' }, /^dns listen: the host must be an IP address/],
       [{ zone: 'svc.local' }, /^dns zone:/],
       [{ ttlSeconds: -1 }, /^dns ttlSeconds: must be a whole number/],
-      [{ upstreams: ['resolver.example'] }, /^dns upstreams: expected an IP address/],
+      [{ upstreams: ["resolver.example"] }, /^dns upstreams: "resolver.example" is not an IP address/],
       [{ site: { trustedResolvers: ['10.0.0.0/33'] } }, /^dns site.trustedResolvers: expected an IP address or CIDR/],
       [{ site: { protectThreshold: 2 } }, /^dns site.protectThreshold: must be a number from 0 to 1/],
       [{ site: { label: ['site'] } }, /^dns site.label: not a site setting/],

@@ -4,6 +4,7 @@ import { parse as parseYaml } from 'yaml';
 import type { ServiceKey } from '../model/types.js';
 import { DEFAULT_DNS_TTL_SECONDS, type DnsTtlOverride } from './catalogue.js';
 import { DnsConfigError } from './dns-config-error.js';
+import { parseUpstream } from './forwarder.js';
 import { validateZone } from './names.js';
 
 /** The zone served when none is configured (`.internal` is reserved for private use). */
@@ -191,13 +192,15 @@ function parseSite(raw: unknown): DnsSiteSettings {
   return site;
 }
 
+/** One upstream as {@link parseUpstream} reads it, the error naming `field`. */
 function checkUpstream(value: string, field: string): string {
-  const v = value.trim();
-  const m = /^(?:\[([^\]]+)\]|([^:\s]+))(?::(\d{1,5}))?$/.exec(v) ?? /^([0-9a-fA-F:]+)$/.exec(v);
-  const host = m?.[1] ?? m?.[2];
-  const port = m?.[3] === undefined ? 53 : Number(m[3]);
-  if (!m || host === undefined || isIP(host) === 0 || port < 1 || port > 65_535) throw new DnsConfigError(field, `expected an IP address with an optional port (1.2.3.4, 1.2.3.4:53, [::1]:5353), got "${v.slice(0, 100)}"`);
-  return v;
+  try {
+    parseUpstream(value);
+  } catch (err) {
+    if (err instanceof DnsConfigError) throw new DnsConfigError(field, err.message.replace(/^dns forward\.upstreams: /, ''));
+    throw err;
+  }
+  return value.trim();
 }
 
 function checkIp(value: string, field: string): string {

@@ -19,7 +19,8 @@ export interface MetricsServer {
 
 /**
  * A minimal HTTP listener for processes without the REST API (`regsync worker --metrics-listen`):
- * `GET /metrics` (Prometheus text) and `GET /healthz` (`{"status":"ok"}`); anything else is 404.
+ * `GET /metrics` (Prometheus text) and `GET /healthz` (`{"status":"ok"}`), and any `json` routes
+ * the caller adds (`regsync dns` serves `/status`); anything else is 404.
  * Plain `node:http`, no framework: it has two routes and no body to parse.
  *
  * Deliberately left out: authentication and TLS. Bind it to an address only the scraper reaches
@@ -29,6 +30,7 @@ export async function startMetricsServer(
   exposition: MetricsExposition,
   listen: { host: string; port: number },
   logger: Logger,
+  json: Readonly<Record<string, () => Promise<unknown>>> = {},
 ): Promise<MetricsServer> {
   const log = logger.child({ component: 'metrics-server' });
   const server: Server = createServer((req, res) => {
@@ -39,6 +41,17 @@ export async function startMetricsServer(
     }
     if (path === '/healthz') {
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end('{"status":"ok"}');
+      return;
+    }
+    const route = path !== undefined && Object.hasOwn(json, path) ? json[path] : undefined;
+    if (route !== undefined) {
+      route().then(
+        (body) => res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(req.method === 'HEAD' ? undefined : JSON.stringify(body)),
+        (err: unknown) => {
+          log.warn({ err, path }, 'cannot render a status route');
+          res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('cannot render status\n');
+        },
+      );
       return;
     }
     if (path !== '/metrics') {
