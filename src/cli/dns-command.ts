@@ -63,7 +63,7 @@ export async function startDnsOnRedis(options: {
     try {
       await subscriber.subscribe(channel);
     } catch (err) {
-      throw new Error(`cannot reach Redis at ${maskedRedisUrl(options.redisUrl)} for the DNS interface: ${err instanceof Error ? err.message : String(err)}`);
+      throw new Error(`cannot reach Redis at ${maskedRedisUrl(options.redisUrl)} for the DNS interface: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     const dns = await startDns({
       settings: options.settings,

@@ -4,6 +4,7 @@ import { createLogger } from '../log.js';
 import { startRegistry, type RunningRegistry } from '../registry/registry-server.js';
 import { applyDeclarations, readDeclarations } from './apply-command.js';
 import { runDemo, type DemoOptions } from './demo.js';
+import { runDns, type DnsCommandOptions } from './dns-command.js';
 import { DeploymentMismatchError } from '../coord/index.js';
 import { startNode } from '../node.js';
 import {
@@ -85,12 +86,18 @@ export function buildProgram(): Command {
         .description('run the REST API and a sync worker in one process')
         .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
         .option('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL); without it a local redis-server is started')
-        .option('--data-dir <dir>', 'data of the local redis-server', '.regsync'),
+        .option('--data-dir <dir>', 'data of the local redis-server', '.regsync')
+        .option('--dns-listen <host:port>', 'also run the DNS interface here (UDP and TCP), e.g. 127.0.0.1:5353')
+        .option('--dns-config <file>', 'DNS settings file (YAML: zone, clusters, ttl, aliases, site, upstreams; see README); runs the DNS interface')
+        .option('--dns-zone <zone>', 'zone the DNS interface answers (default regsync.internal)')
+        .option('--dns-clusters <ids>', 'comma-separated clusters the DNS interface serves (default all)')
+        .option('--dns-upstream <list>', 'comma-separated resolvers (ip[:port]) for names outside the zone (default none: REFUSED)'),
     ),
   ).action(async (opts: UpOptions) => {
     const logger = createLogger();
     const handle = await runUp({ ...opts, apiTokensEnv: process.env.REGSYNC_API_TOKENS }, logger);
-    process.stdout.write(`regsync up: REST API listening on ${handle.node.url} (worker ${handle.node.id})\n`);
+    const dns = handle.dns ? `; DNS on ${handle.dns.host}:${handle.dns.port}` : '';
+    process.stdout.write(`regsync up: REST API listening on ${handle.node.url} (worker ${handle.node.id})${dns}\n`);
     stopOnSignal(() => handle.close(), logger);
   });
 
@@ -123,6 +130,25 @@ export function buildProgram(): Command {
       process.stdout.write(`regsync api: REST API listening on ${node.url}\n`);
       stopOnSignal(() => node.close(), logger);
     });
+
+  addCmdbOptions(
+    program
+      .command('dns')
+      .description('run the DNS interface: every service of the stored clusters, answered over UDP and TCP (same site first with a CMDB)')
+      .requiredOption('--redis <url>', 'Redis of the deployment whose clusters are served (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL)
+      .option('--listen <host:port>', 'where to answer, UDP and TCP (default 127.0.0.1:5353)')
+      .option('--zone <zone>', 'the zone answered (default regsync.internal)')
+      .option('--clusters <ids>', 'comma-separated clusters to serve (default all)')
+      .option('--upstream <list>', 'comma-separated resolvers (ip[:port]) for names outside the zone (default none: REFUSED)')
+      .option('--config <file>', 'DNS settings file (YAML: zone, clusters, ttl, aliases, site, upstreams; see README); flags win over it')
+      .option('--metrics-listen <host:port>', 'serve GET /metrics, /healthz and /status here (default: off)'),
+  ).action(async (opts: DnsCommandOptions) => {
+    const logger = createLogger();
+    const handle = await runDns(opts, logger);
+    const metrics = handle.metrics ? `; metrics and status on ${handle.metrics.url}` : '';
+    process.stdout.write(`regsync dns: zone ${handle.dns.catalogue.zone} on ${handle.dns.host}:${handle.dns.port} (UDP and TCP)${metrics}\n`);
+    stopOnSignal(() => handle.close(), logger);
+  });
 
   program
     .command('apply')

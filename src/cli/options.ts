@@ -56,3 +56,11 @@ export function parsePositiveInt(value: string): number {
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
   return n;
 }
+
+/** Parses `host:port` (IPv6 in brackets); `option` names the option in the error. */
+export function parseListen(value: string, option = '--listen'): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value.trim());
+  const port = Number(m?.[3]);
+  if (!m || !Number.isInteger(port) || port > 65535) throw new Error(`invalid ${option} "${value}": expected host:port`);
+  return { host: (m[1] ?? m[2]) as string, port };
+}

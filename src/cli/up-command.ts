@@ -4,12 +4,26 @@ import { startNode, type NodeOptions, type RegsyncNode } from '../node.js';
 import { loadApiTokens } from '../api/auth-config.js';
 import type { RunningCmdb } from '../cmdb/index.js';
 import { startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
-import { startLocalRedis, type LocalRedis } from './local-redis.js';
+import { parseListen } from './options.js';
 
-export interface UpOptions extends ShardOptions, ApiSecurityCliOptions {
+export { parseListen } from './options.js';
+import { startLocalRedis, type LocalRedis } from './local-redis.js';
+import { dnsSettingsFrom, startDnsOnRedis } from './dns-command.js';
+import type { RunningDns } from '../dns/dns-service.js';
+
+export interface UpOptions extends ShardOptions, ApiSecurityCliOptions, UpDnsOptions {
   listen: string;
   redis?: string | undefined;
   dataDir: string;
+}
+
+/** The DNS server `regsync up` runs beside the node when `--dns-listen` or `--dns-config` is given. */
+export interface UpDnsOptions {
+  dnsListen?: string | undefined;
+  dnsConfig?: string | undefined;
+  dnsZone?: string | undefined;
+  dnsClusters?: string | undefined;
+  dnsUpstream?: string | undefined;
 }
 
 /** Options every worker-running command takes. */
@@ -48,18 +62,13 @@ export function parseRateLimit(value: string): number {
   return n;
 }
 
-/** Parses `host:port` (IPv6 in brackets); `option` names the option in the error. */
-export function parseListen(value: string, option = '--listen'): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value.trim());
-  const port = Number(m?.[3]);
-  if (!m || !Number.isInteger(port) || port > 65535) throw new Error(`invalid ${option} "${value}": expected host:port`);
-  return { host: (m[1] ?? m[2]) as string, port };
-}
 
 /** A running `regsync up`: the node and, when regsync started one, its local Redis. */
 export interface UpHandle {
   node: RegsyncNode;
   localRedis: LocalRedis | undefined;
+  /** The DNS server, when asked for. */
+  dns: RunningDns | undefined;
   close(): Promise<void>;
 }
 
@@ -70,23 +79,36 @@ export interface UpHandle {
 export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> {
   const listen = parseListen(opts.listen);
   const security = apiSecurityOf(opts);
+  const dnsSettings = opts.dnsListen !== undefined || opts.dnsConfig !== undefined
+    ? dnsSettingsFrom(opts.dnsConfig, { listen: opts.dnsListen, zone: opts.dnsZone, clusters: opts.dnsClusters, upstream: opts.dnsUpstream })
+    : undefined;
+  if (dnsSettings === undefined && [opts.dnsZone, opts.dnsClusters, opts.dnsUpstream].some((v) => v !== undefined)) {
+    throw new Error('--dns-zone, --dns-clusters and --dns-upstream need a DNS server: add --dns-listen <host:port> or --dns-config <file>');
+  }
   const redisUrl = opts.redis ?? (process.env.REGSYNC_REDIS_URL || undefined);
   const cmdb = await startCmdbFromCli(opts, logger);
   let localRedis: LocalRedis | undefined;
-  let node: RegsyncNode;
+  let node: RegsyncNode | undefined;
+  let dns: RunningDns | undefined;
   try {
     localRedis = redisUrl ? undefined : await startLocalRedis(opts.dataDir, logger);
-    node = await startWorkerNode({ redisUrl: redisUrl ?? (localRedis as LocalRedis).url, listen, ...security }, opts, cmdb, logger);
+    const url = redisUrl ?? (localRedis as LocalRedis).url;
+    node = await startWorkerNode({ redisUrl: url, listen, ...security, dns: { status: () => dns?.status() } }, opts, cmdb, logger);
+    if (dnsSettings) dns = await startDnsOnRedis({ settings: dnsSettings, redisUrl: url, store: node.store, registry: node.metrics.registry, cmdb: cmdb?.cache, logger });
   } catch (err) {
+    await node?.close();
     await localRedis?.stop();
     await cmdb?.close();
     throw err;
   }
+  const started = node;
   return {
-    node,
+    node: started,
     localRedis,
+    dns,
     async close() {
-      await node.close();
+      await dns?.close();
+      await started.close();
       await cmdb?.close();
       await localRedis?.stop();
     },
@@ -120,7 +142,7 @@ export async function runWorker(
 }
 
 function startWorkerNode(
-  base: Pick<NodeOptions, 'redisUrl' | 'listen' | 'roles' | 'metricsListen' | 'apiTokens' | 'apiRateLimit'>,
+  base: Pick<NodeOptions, 'redisUrl' | 'listen' | 'roles' | 'metricsListen' | 'apiTokens' | 'apiRateLimit' | 'dns'>,
   opts: ShardOptions,
   cmdb: RunningCmdb | undefined,
   logger: Logger,
