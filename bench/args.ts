@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 
 /** The phases of a run, in the order they run. */
-export const PHASES = ['raw', 'cold', 'latency', 'zk', 'rest', 'grpc-latency', 'grpc-cold', 'shards'] as const;
+export const PHASES = ['raw', 'cold', 'latency', 'zk', 'rest', 'grpc-latency', 'grpc-cold', 'dns', 'shards'] as const;
 export type Phase = (typeof PHASES)[number];
 
 /** What one run measures and how hard it pushes. */
@@ -45,6 +45,14 @@ export interface BenchArgs {
   restDirect: boolean;
   /** Push merge windows of the registries in the gRPC latency phase, one run each. */
   mergeWindows: number[];
+  /** Services indexed by the DNS phase's server. */
+  dnsNames: number;
+  /** Seconds of load of each DNS run (regsync's server, then the bare UDP echo). */
+  dnsSeconds: number;
+  /** Queries in flight in the DNS phase. */
+  dnsConcurrency: number;
+  /** Registry changes timed until the DNS index serves them. */
+  dnsChanges: number;
   /** Phases to run (default all). */
   only: Phase[];
   json: boolean;
@@ -101,8 +109,13 @@ export const USAGE = `usage: npm run bench -- [options]
                       relays (bytes are not counted), to tell their cost apart
   --merge-windows <list>  push merge windows (ms) of the registries in grpc-latency, one run each
                       (default 500,20; --quick 500)
+  --dns-names <n>     services indexed by the DNS phase's server (default 10000; --quick 1000)
+  --dns-seconds <s>   seconds of load per DNS run, regsync's server then a bare UDP echo
+                      (default 5; --quick 2)
+  --dns-concurrency <n>  DNS queries in flight (default 32)
+  --dns-changes <n>   registry changes timed until the DNS index serves them (default 20; --quick 5)
   --only <list>       phases to run, comma separated: raw,cold,latency,zk,rest,grpc-latency,
-                      grpc-cold,shards (default all)
+                      grpc-cold,dns,shards (default all)
   --profile           write a CPU profile of the regsync process (node --cpu-prof) and print
                       where its time went; best with --only (one phase per profile)
   --profile-dir <dir> where the profile goes (default dist/bench-profiles; implies --profile)
@@ -166,6 +179,10 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
         'merge-windows': { type: 'string' },
         'rest-protocols': { type: 'string' },
         'rest-direct': { type: 'boolean' },
+        'dns-names': { type: 'string' },
+        'dns-seconds': { type: 'string' },
+        'dns-concurrency': { type: 'string' },
+        'dns-changes': { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -215,6 +232,10 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
     restDirect: v['rest-direct'] ?? false,
     restProtocols: restProtocols as Array<'v1' | 'grpc'>,
     mergeWindows,
+    dnsNames: positiveInt('dns-names', v['dns-names'], quick ? 1_000 : 10_000),
+    dnsSeconds: positiveInt('dns-seconds', v['dns-seconds'], quick ? 2 : 5),
+    dnsConcurrency: positiveInt('dns-concurrency', v['dns-concurrency'], 32),
+    dnsChanges: positiveInt('dns-changes', v['dns-changes'], quick ? 5 : 20),
     only: PHASES.filter((p) => only.includes(p)),
     json: v.json ?? false,
     quick,

@@ -1,3 +1,4 @@
+import type { DnsBenchResult } from './dns.js';
 import type { BenchArgs } from './args.js';
 import type { ColdSyncPair, ColdSyncResult } from './cold-sync.js';
 import type { CpuShares } from './proc-stats.js';
@@ -44,6 +45,8 @@ export interface BenchResult {
   rest: AtRestResult | undefined;
   grpcLatency: GrpcLatencyResult | undefined;
   grpcCold: GrpcColdResult | undefined;
+  /** The DNS server: queries/s on one core next to a bare UDP echo, and change-to-answer times. */
+  dns: DnsBenchResult | undefined;
   /** CPU profiles of the regsync processes of the gRPC phases (with --profile). */
   grpcProfiles?: ProfileSummary[];
   shards: ShardedResult | undefined;
@@ -256,6 +259,24 @@ export function formatReport(r: BenchResult): string {
         (c.ratio === undefined ? '' : ` = ${percent(c.ratio)} of ${int(c.rawCopiesPerSecond as number)} batch-published/s`),
       'figure (vs raw batch publish)',
       disturbed(r.grpcCold.cpu).trim(),
+    ]);
+  }
+  if (r.dns) {
+    const d = r.dns;
+    rows.push([
+      'D',
+      'DNS server, one core',
+      `${int(d.dns.queriesPerSecond)} queries/s, p50 ${millis(d.dns.latencyMs.p50)}, p99 ${millis(d.dns.latencyMs.p99)} with ${int(d.names)} services indexed; ` +
+        `bare UDP echo ${int(d.echo.queriesPerSecond)}/s, p99 ${millis(d.echo.latencyMs.p99)} (${percent(d.dns.queriesPerSecond / Math.max(1, d.echo.queriesPerSecond))} of it)`,
+      'figure (vs the loopback ceiling)',
+      '',
+    ]);
+    rows.push([
+      'D',
+      'DNS: registry change to answer',
+      `p50 ${millis(d.changeMs.p50)}, p99 ${millis(d.changeMs.p99)}, max ${millis(d.changeMs.max)} over ${d.changeMs.count} changes (Nacos gRPC push, 500 ms merge window)`,
+      'within 1 s',
+      verdict(d.changeMs.count > 0 && d.changeMs.max <= 1_000),
     ]);
   }
   if (r.shards) {

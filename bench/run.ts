@@ -14,6 +14,7 @@ import { RedisCommandMeter } from './redis-commands.js';
 import { callApi, logProblems, QueueSampler, repoRoot, startRegsyncUp, type RegsyncUp } from './regsync.js';
 import { grpcProfiles, measureAtRest, measureGrpcCold, measureGrpcLatency } from './grpc.js';
 import { measureSharded } from './sharded.js';
+import { measureDns } from './dns.js';
 
 /*
  * `npm run bench`: the measurements of regsync's performance on this machine, bounded in time.
@@ -63,6 +64,7 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
     rest: undefined,
     grpcLatency: undefined,
     grpcCold: undefined,
+    dns: undefined,
     shards: undefined,
     regsync: undefined,
     errors: [],
@@ -131,6 +133,13 @@ async function runGrpcPhases(args: BenchArgs, result: BenchResult, phaseMs: numb
       );
     } catch (err) {
       result.errors.push(`at-rest phase: ${describe(err)}`);
+    }
+  }
+  if (args.only.includes('dns')) {
+    try {
+      result.dns = await measureDns({ names: args.dnsNames, concurrency: args.dnsConcurrency, seconds: args.dnsSeconds, changes: args.dnsChanges }, progress);
+    } catch (err) {
+      result.errors.push(`dns phase: ${describe(err)}`);
     }
   }
   if (args.only.includes('grpc-latency')) {
