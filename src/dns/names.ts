@@ -13,9 +13,9 @@ import { DnsConfigError } from './dns-config-error.js';
  *   instance    <dashed-ip>.<canonical>
  *   port        _<port-name>._<proto>.<canonical or short>
  *
- * Site hook: the canonical form will take an optional `<site>.site` pair between `svc` and the
- * zone (`<svc>.<group>.<ns>.svc.<site>.site.<zone>`); {@link RESERVED_ZONE_LABELS} already keeps
- * `site` from being an alias so that the pair stays free. Not built here.
+ * Site form: `<name>.<site>.site.<zone>` pins a site (the responder reads the pair off the name,
+ * src/dns/site.ts picks the instances); {@link RESERVED_ZONE_LABELS} keeps `site` from being an
+ * alias so that the pair stays free.
  *
  * The mapping is one way: names are resolved through the catalogue's index (name -> service),
  * never parsed back into registry keys.
