@@ -1,3 +1,4 @@
+import { promises as dnsPromises } from 'node:dns';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { startCmdb, type RunningCmdb } from '../cmdb/index.js';
@@ -14,6 +15,8 @@ export interface DemoOptions {
   shanghaiGrpcPort?: number | false | undefined;
   beijingGrpcPort?: number | false | undefined;
   listen: string;
+  /** Where the DNS interface answers; `off`: none. */
+  dnsListen: string;
   dataDir: string;
   redis?: string | undefined;
 }
@@ -69,7 +72,12 @@ export async function runDemo(opts: DemoOptions): Promise<void> {
     if (!res.ok) throw new Error(`cannot set the selector of orders: ${await res.text()}`);
   }
 
-  const up = await runUp({ listen: opts.listen, redis: opts.redis, dataDir: opts.dataDir, cmdb: cmdbFile }, logger);
+  const dnsListen = opts.dnsListen === 'off' ? undefined : opts.dnsListen;
+  // The demo's DNS trusts the subnet a local dig sends (+subnet), so that each site's view can be tried.
+  const up = await runUp(
+    { listen: opts.listen, redis: opts.redis, dataDir: opts.dataDir, cmdb: cmdbFile, dnsListen, dnsSection: { site: { labels: ['site', 'region'], trustedResolvers: ['127.0.0.1'], protectThreshold: 0 } } },
+    logger,
+  );
   running.up = up;
   const api = up.node.url as string;
   const decl = readDeclarations(fileURLToPath(new URL('../../../tasks/demo.yaml', import.meta.url)));
@@ -119,6 +127,26 @@ export async function runDemo(opts: DemoOptions): Promise<void> {
     }
   }
 
+  // The same service over DNS, once the DNS index has both providers.
+  const dns: string[] = [];
+  if (up.dns) {
+    const name = 'orders.svc.regsync.internal';
+    const key = { namespace: 'public', group: 'DEFAULT_GROUP', name: 'orders' };
+    while ((up.dns.catalogue.service(key)?.instances.length ?? 0) < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const resolver = new dnsPromises.Resolver({ timeout: 2_000, tries: 1 });
+    resolver.setServers([`${up.dns.host}:${up.dns.port}`]);
+    const addresses = await resolver.resolve4(name).catch((err: Error) => [`(${err.message})`]);
+    const at = `@${up.dns.host} -p ${up.dns.port}`;
+    dns.push(
+      '',
+      `Every service of both registries is also answered over DNS (zone regsync.internal, ${up.dns.host}:${up.dns.port}):`,
+      `  ${name} A -> ${addresses.sort().join(', ')}`,
+      `  dig ${at} ${name} +short`,
+      `  dig ${at} ${name} +short +subnet=10.0.1.200/32   # asked for a shanghai consumer: its own site's provider`,
+      `  dig ${at} ${name} SRV +short   # ports, and targets that resolve`,
+    );
+  }
+
   const lines = [
     'regsync demo',
     `  shanghai registry  ${registries.shanghai?.url}   gRPC ${registries.shanghai?.grpcEndpoint ?? 'off'}`,
@@ -137,6 +165,7 @@ export async function runDemo(opts: DemoOptions): Promise<void> {
     'cluster. With the label selector CONSUMER.label.site = PROVIDER.label.site on orders, each',
     'registry sends a consumer to the providers of its own site, copies included:',
     ...routing,
+    ...dns,
     '',
     'Look around:',
     `  curl ${api}/api/v1/tasks`,

@@ -22,8 +22,8 @@ export interface DnsCommandOptions extends CmdbCliOptions, DnsFlagSettings {
 }
 
 /** The settings of `--config` (or `--dns-config`) with the flags over them. */
-export function dnsSettingsFrom(config: string | undefined, flags: DnsFlagSettings): DnsSettings {
-  return resolveDnsSettings(config === undefined ? {} : readDnsSettingsFile(config), flags);
+export function dnsSettingsFrom(config: string | undefined, flags: DnsFlagSettings, base: Partial<DnsSettings> = {}): DnsSettings {
+  return resolveDnsSettings({ ...base, ...(config === undefined ? {} : readDnsSettingsFile(config)) }, flags);
 }
 
 /** A cluster's adapter, read only, from its kind's factory. */

@@ -169,6 +169,7 @@ export function buildProgram(): Command {
     .option('--shanghai-grpc-port <port>', 'gRPC port of the shanghai registry (default: its HTTP port + 1000; off: none)', parseGrpcPort)
     .option('--beijing-grpc-port <port>', 'gRPC port of the beijing registry (default: its HTTP port + 1000; off: none)', parseGrpcPort)
     .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
+    .option('--dns-listen <host:port>', 'where the DNS interface answers (off: none)', '127.0.0.1:5353')
     .option('--data-dir <dir>', 'data of the local redis-server', '.regsync')
     .option('--redis <url>', 'use this Redis instead of a local redis-server')
     .action(async (opts: DemoOptions) => {

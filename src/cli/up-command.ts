@@ -10,6 +10,7 @@ export { parseListen } from './options.js';
 import { startLocalRedis, type LocalRedis } from './local-redis.js';
 import { dnsSettingsFrom, startDnsOnRedis } from './dns-command.js';
 import type { RunningDns } from '../dns/dns-service.js';
+import type { DnsSettings } from '../dns/dns-config.js';
 
 export interface UpOptions extends ShardOptions, ApiSecurityCliOptions, UpDnsOptions {
   listen: string;
@@ -20,6 +21,8 @@ export interface UpOptions extends ShardOptions, ApiSecurityCliOptions, UpDnsOpt
 /** The DNS server `regsync up` runs beside the node when `--dns-listen` or `--dns-config` is given. */
 export interface UpDnsOptions {
   dnsListen?: string | undefined;
+  /** Settings as a parsed `dns` section (beneath `--dns-config` and the flags); the demo's. */
+  dnsSection?: Partial<DnsSettings> | undefined;
   dnsConfig?: string | undefined;
   dnsZone?: string | undefined;
   dnsClusters?: string | undefined;
@@ -80,7 +83,7 @@ export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> 
   const listen = parseListen(opts.listen);
   const security = apiSecurityOf(opts);
   const dnsSettings = opts.dnsListen !== undefined || opts.dnsConfig !== undefined
-    ? dnsSettingsFrom(opts.dnsConfig, { listen: opts.dnsListen, zone: opts.dnsZone, clusters: opts.dnsClusters, upstream: opts.dnsUpstream })
+    ? dnsSettingsFrom(opts.dnsConfig, { listen: opts.dnsListen, zone: opts.dnsZone, clusters: opts.dnsClusters, upstream: opts.dnsUpstream }, opts.dnsSection)
     : undefined;
   if (dnsSettings === undefined && [opts.dnsZone, opts.dnsClusters, opts.dnsUpstream].some((v) => v !== undefined)) {
     throw new Error('--dns-zone, --dns-clusters and --dns-upstream need a DNS server: add --dns-listen <host:port> or --dns-config <file>');

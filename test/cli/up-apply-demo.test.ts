@@ -1,9 +1,13 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type RedisServer } from '../support/redis.js';
 import { runRegsync, startRegsync, type RegsyncProcess } from '../support/regsync-process.js';
+
+const run = promisify(execFile);
 
 describe('regsync up + regsync apply', () => {
   let redis: RedisServer;
@@ -81,7 +85,7 @@ describe('regsync demo', () => {
 
   it('syncs two registries both ways and tells what moved where', async () => {
     const demo = await startRegsync(
-      ['demo', '--shanghai-port', '0', '--beijing-port', '0', '--listen', '127.0.0.1:0', '--redis', redis.url],
+      ['demo', '--shanghai-port', '0', '--beijing-port', '0', '--listen', '127.0.0.1:0', '--dns-listen', '127.0.0.1:0', '--redis', redis.url],
       { ready: /Ctrl-C stops everything/ },
     );
     try {
@@ -94,6 +98,12 @@ describe('regsync demo', () => {
       expect(out).toMatch(/beijing\s+orders\s+10\.0\.1\.11:8080\s+copy from shanghai \(task orders-sh-to-bj\)\s+site=sh zone=sh-a region=cn-east/);
       expect(out).toMatch(/beijing\s+consumer 10\.0\.1\.200 \(site sh\) gets 10\.0\.1\.11:8080\n/);
       expect(out).toMatch(/beijing\s+consumer 10\.0\.2\.200 \(site bj\) gets 10\.0\.2\.21:8080\n/);
+      // The same service over DNS, and a shanghai consumer's view of it through the subnet dig sends.
+      expect(out).toContain('orders.svc.regsync.internal A -> 10.0.1.11, 10.0.2.21');
+      const port = /dig @127\.0\.0\.1 -p (\d+) orders\.svc\.regsync\.internal \+short\n/.exec(out)?.[1];
+      expect(port).toBeDefined();
+      const dig = await run('dig', ['@127.0.0.1', '-p', port as string, '+short', '+time=5', '+tries=1', '+subnet=10.0.1.200/32', 'orders.svc.regsync.internal']);
+      expect(dig.stdout.trim()).toBe('10.0.1.11');
       expect(out).not.toMatch(/warning|strict mode/i);
     } finally {
       expect(await demo.stop()).toBe(0);
