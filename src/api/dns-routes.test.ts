@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { apiHarnessPerTest, expectError, type ApiHarness } from '../../test/support/api-harness.js';
 
 let h: ApiHarness;
