@@ -15,7 +15,7 @@ import { buildCore } from './node/core.js';
 import { Lifecycle } from './node/lifecycle.js';
 import { startWorkerRole } from './node/worker-role.js';
 import type { ShardQueues } from './queue/shard-queue.js';
-import type { RegsyncStore } from './store/index.js';
+import { ensureSchema, type RegsyncStore } from './store/index.js';
 
 /** What one regsync process runs. */
 export type NodeRole = 'api' | 'worker';
@@ -108,6 +108,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
   const connections = new Connections(options.redisUrl, logger);
   lifecycle.defer('connections', () => connections.close());
   try {
+    await ensureSchema(connections.store, prefix, { logger });
     const deployment = await readOrEnsureDeployment(connections, prefix, roles.has('worker'), options);
     const core = buildCore({ ...options, prefix }, connections, deployment);
     // Bound before this process joins anything: an address in use stops it with little to undo.

@@ -8,7 +8,7 @@ import { startDns, type RunningDns } from '../dns/dns-service.js';
 import { startMetricsServer, type MetricsServer } from '../metrics/index.js';
 import type { RegistryAdapter } from '../model/adapter.js';
 import type { ClusterSpec } from '../model/types.js';
-import { RegsyncStore } from '../store/index.js';
+import { RegsyncStore, ensureSchema } from '../store/index.js';
 import { redisKeys } from '../util/redis-keys.js';
 import { startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { parseListen } from './options.js';
@@ -56,7 +56,9 @@ export async function startDnsOnRedis(options: {
     connections.push(redis);
     return redis;
   };
-  const store = options.store ?? new RegsyncStore(connect(), prefix);
+  // Beside a node (`up`), the node's store, whose schema the node checked; on its own, a connection of its own.
+  const own = options.store === undefined ? connect() : undefined;
+  const store = options.store ?? new RegsyncStore(own as Redis, prefix);
   const subscriber = connect();
   const channel = redisKeys.controlChannel(prefix);
   try {
@@ -65,6 +67,7 @@ export async function startDnsOnRedis(options: {
     } catch (err) {
       throw new Error(`cannot reach Redis at ${maskedRedisUrl(options.redisUrl)} for the DNS interface: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
+    if (own) await ensureSchema(own, prefix, { logger: options.logger });
     const dns = await startDns({
       settings: options.settings,
       clusters: () => store.listClusters(),

@@ -6,6 +6,7 @@ import { applyDeclarations, readDeclarations } from './apply-command.js';
 import { runDemo, type DemoOptions } from './demo.js';
 import { runDns, type DnsCommandOptions } from './dns-command.js';
 import { DeploymentMismatchError } from '../coord/index.js';
+import { SchemaVersionError } from '../store/index.js';
 import { startNode } from '../node.js';
 import {
   apiSecurityOf,
@@ -189,6 +190,6 @@ export async function run(argv: string[]): Promise<void> {
     if (err instanceof CommanderError) process.exit(err.exitCode);
     const message = err instanceof Error ? err.message : String(err);
     process.stderr.write(`regsync: ${message}\n`);
-    process.exit(err instanceof DeploymentMismatchError ? 2 : 1);
+    process.exit(err instanceof DeploymentMismatchError || err instanceof SchemaVersionError ? 2 : 1);
   }
 }

@@ -2,3 +2,5 @@ export { RegsyncStore, type PutResult, type TaskSelector, type VersionedTask } f
 export { MissingServices } from './missing-services.js';
 export type { ServiceStatus } from '../model/service-status.js';
 export { StoreError, type StoreErrorCode } from './store-error.js';
+export { SCHEMA_MIGRATIONS, SCHEMA_VERSION, ensureSchema, type SchemaCheck, type SchemaMigration } from './schema.js';
+export { SchemaVersionError } from './schema-version-error.js';

@@ -14,6 +14,7 @@
  * | `<p>:task-guard:<task>` | hash | one service's guard memory (first empty read, copy counts of the window) |
  * | `<p>:release:<task>:<service>` | string | an operator's release of a held mass deletion (1 h) |
  * | `<p>:deployment` | string | shards and replicas, fixed at the first start |
+ * | `<p>:schema`, `<p>:schema-lock` | string | the version of the state's layout; held while a process migrates it |
  * | `<p>:workers`, `<p>:worker:<id>` | zset, string | live workers by last heartbeat; one worker's record |
  * | `<p>:workers:events` | channel | workers joining and leaving |
  * | `<p>:lease:<shard>`, `<p>:lease-token:<shard>`, `<p>:lease-since:<shard>` | string | a shard's leader, its token counter, when the token was handed out |
@@ -40,6 +41,8 @@ export const redisKeys = {
   taskGuard: (p: string, taskId: string) => `${p}:task-guard:${taskId}`,
   release: (p: string, taskId: string, serviceField: string) => `${p}:release:${taskId}:${serviceField}`,
   deployment: (p: string) => `${p}:deployment`,
+  schema: (p: string) => `${p}:schema`,
+  schemaLock: (p: string) => `${p}:schema-lock`,
   workers: (p: string) => `${p}:workers`,
   workerEvents: (p: string) => `${p}:workers:events`,
   worker: (p: string, id: string) => `${p}:worker:${id}`,
