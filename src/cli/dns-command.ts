@@ -16,8 +16,12 @@ import { parseListen } from './options.js';
 /** `regsync dns` options as commander hands them over. */
 export interface DnsCommandOptions extends CmdbCliOptions, DnsFlagSettings {
   redis: string;
-  /** `--config`: the DNS settings file. */
-  config?: string | undefined;
+  /** `--dns-config`: the DNS settings file. */
+  dnsConfig?: string | undefined;
+  /** The `dns:` section of the process's `--config` file (beneath `--dns-config` and the flags). */
+  dnsSection?: Partial<DnsSettings> | undefined;
+  /** The deployment's key prefix (default `regsync`). */
+  prefix?: string | undefined;
   metricsListen?: string | undefined;
 }
 
@@ -122,7 +126,7 @@ export interface DnsCommandHandle {
  * with its own CMDB and, with `--metrics-listen`, `GET /metrics`, `/healthz` and `/status`.
  */
 export async function runDns(opts: DnsCommandOptions, logger: Logger): Promise<DnsCommandHandle> {
-  const settings = dnsSettingsFrom(opts.config, opts);
+  const settings = dnsSettingsFrom(opts.dnsConfig, opts, opts.dnsSection);
   const metricsListen = opts.metricsListen === undefined ? undefined : parseListen(opts.metricsListen, '--metrics-listen');
   const cmdb = await startCmdbFromCli(opts, logger);
   const registry = new Registry();
@@ -130,7 +134,7 @@ export async function runDns(opts: DnsCommandOptions, logger: Logger): Promise<D
   let dns: RunningDns | undefined;
   let metrics: MetricsServer | undefined;
   try {
-    dns = await startDnsOnRedis({ settings, redisUrl: opts.redis, registry, cmdb: cmdb?.cache, logger });
+    dns = await startDnsOnRedis({ settings, redisUrl: opts.redis, prefix: opts.prefix, registry, cmdb: cmdb?.cache, logger });
     const running = dns;
     if (metricsListen) metrics = await startMetricsServer(registry, metricsListen, logger, { '/status': () => running.status() });
   } catch (err) {

@@ -5,6 +5,8 @@ import { startRegistry, type RunningRegistry } from '../registry/registry-server
 import { applyDeclarations, readDeclarations } from './apply-command.js';
 import { runDemo, type DemoOptions } from './demo.js';
 import { runDns, type DnsCommandOptions } from './dns-command.js';
+import { addProcessOptions, expandConfigFile, type ProcessCliOptions } from './process-config.js';
+import type { DnsSettings } from '../dns/dns-config.js';
 import { DeploymentMismatchError } from '../coord/index.js';
 import { SchemaVersionError } from '../store/index.js';
 import { startNode } from '../node.js';
@@ -23,9 +25,17 @@ import { addCmdbOptions, startCmdbFromCli, type CmdbCliOptions } from './cmdb-op
 import { parsePort, parsePositiveInt } from './options.js';
 import { addRegistryOptions, closeOnSignal, parseGrpcPort, registryOptionsFrom, type RegistryCliOptions } from './registry-command.js';
 
+/** regsync's version from its package.json, from the build (dist/src/cli) or the sources (src/cli). */
 function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
+  for (const rel of ['../../../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'regsync' && typeof pkg.version === 'string') return pkg.version;
+    } catch {
+      // Not at this level: try the next.
+    }
+  }
+  return 'unknown';
 }
 
 /** `--shards`, `--replicas`, `--worker-id`, `--lease-ttl-ms` and the CMDB options of the commands that run a worker. */
@@ -51,8 +61,11 @@ function addApiSecurityOptions(command: Command): Command {
     .option('--rate-limit <n>', 'requests per minute the REST API takes from one client address (0: no limit)', parseRateLimit, 600);
 }
 
-/** Builds the `regsync` command tree. */
-export function buildProgram(): Command {
+/**
+ * Builds the `regsync` command tree. `fromFile` carries what a `--config` file holds beyond flags
+ * (its `dns:` section), filled in by {@link run} before the command runs.
+ */
+export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined } = {}): Command {
   const program = new Command('regsync')
     .description('Registry synchronization daemon: register once, read everywhere.')
     .version(version())
@@ -82,8 +95,7 @@ export function buildProgram(): Command {
 
   addShardOptions(
     addApiSecurityOptions(
-      program
-        .command('up')
+      addProcessOptions(program.command('up'))
         .description('run the REST API and a sync worker in one process')
         .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
         .option('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL); without it a local redis-server is started')
@@ -94,22 +106,21 @@ export function buildProgram(): Command {
         .option('--dns-clusters <ids>', 'comma-separated clusters the DNS interface serves (default all)')
         .option('--dns-upstream <list>', 'comma-separated resolvers (ip[:port]) for names outside the zone (default none: REFUSED)'),
     ),
-  ).action(async (opts: UpOptions) => {
-    const logger = createLogger();
-    const handle = await runUp({ ...opts, apiTokensEnv: process.env.REGSYNC_API_TOKENS }, logger);
+  ).action(async (opts: UpOptions & ProcessCliOptions) => {
+    const logger = createLogger(opts.logLevel);
+    const handle = await runUp({ ...opts, apiTokensEnv: process.env.REGSYNC_API_TOKENS, dnsSection: fromFile.dns }, logger);
     const dns = handle.dns ? `; DNS on ${handle.dns.host}:${handle.dns.port}` : '';
     process.stdout.write(`regsync up: REST API listening on ${handle.node.url} (worker ${handle.node.id})${dns}\n`);
     stopOnSignal(() => handle.close(), logger);
   });
 
   addShardOptions(
-    program
-      .command('worker')
+    addProcessOptions(program.command('worker'))
       .description('run a sync worker (no HTTP): serves and leads shards of the deployment in Redis')
       .requiredOption('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL)
       .option('--metrics-listen <host:port>', 'serve Prometheus metrics (GET /metrics) and GET /healthz here (default: off)'),
-  ).action(async (opts: ShardOptions & { redis: string; metricsListen?: string }) => {
-    const logger = createLogger();
+  ).action(async (opts: ShardOptions & ProcessCliOptions & { redis: string; metricsListen?: string }) => {
+    const logger = createLogger(opts.logLevel);
     const { node, close } = await runWorker(opts, logger);
     const metrics = node.metricsUrl ? `; metrics on ${node.metricsUrl}/metrics` : '';
     process.stdout.write(`regsync worker ${node.id} running (${node.deployment.shards} shards, ${node.deployment.replicas} replicas)${metrics}\n`);
@@ -117,35 +128,33 @@ export function buildProgram(): Command {
   });
 
   addApiSecurityOptions(
-    program
-      .command('api')
+    addProcessOptions(program.command('api'))
       .description('run the REST API only (no sync work); any number of them against one Redis')
       .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
       .requiredOption('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL),
   )
-    .action(async (opts: { listen: string; redis: string } & ApiSecurityCliOptions) => {
-      const logger = createLogger();
+    .action(async (opts: { listen: string; redis: string } & ApiSecurityCliOptions & ProcessCliOptions) => {
+      const logger = createLogger(opts.logLevel);
       const listen = parseListen(opts.listen);
       const security = apiSecurityOf({ ...opts, apiTokensEnv: process.env.REGSYNC_API_TOKENS });
-      const node = await startNode({ redisUrl: opts.redis, roles: ['api'], listen, logger, ...security });
+      const node = await startNode({ redisUrl: opts.redis, roles: ['api'], listen, logger, prefix: opts.prefix, ...security });
       process.stdout.write(`regsync api: REST API listening on ${node.url}\n`);
       stopOnSignal(() => node.close(), logger);
     });
 
   addCmdbOptions(
-    program
-      .command('dns')
+    addProcessOptions(program.command('dns'))
       .description('run the DNS interface: every service of the stored clusters, answered over UDP and TCP (same site first with a CMDB)')
       .requiredOption('--redis <url>', 'Redis of the deployment whose clusters are served (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL)
       .option('--listen <host:port>', 'where to answer, UDP and TCP (default 127.0.0.1:5353)')
       .option('--zone <zone>', 'the zone answered (default regsync.internal)')
       .option('--clusters <ids>', 'comma-separated clusters to serve (default all)')
       .option('--upstream <list>', 'comma-separated resolvers (ip[:port]) for names outside the zone (default none: REFUSED)')
-      .option('--config <file>', 'DNS settings file (YAML: zone, clusters, ttl, aliases, site, upstreams; see README); flags win over it')
+      .option('--dns-config <file>', 'DNS settings file (YAML: zone, clusters, ttl, aliases, site, upstreams; see README); flags win over it')
       .option('--metrics-listen <host:port>', 'serve GET /metrics, /healthz and /status here (default: off)'),
-  ).action(async (opts: DnsCommandOptions) => {
-    const logger = createLogger();
-    const handle = await runDns(opts, logger);
+  ).action(async (opts: DnsCommandOptions & ProcessCliOptions) => {
+    const logger = createLogger(opts.logLevel);
+    const handle = await runDns({ ...opts, dnsSection: fromFile.dns }, logger);
     const metrics = handle.metrics ? `; metrics and status on ${handle.metrics.url}` : '';
     process.stdout.write(`regsync dns: zone ${handle.dns.catalogue.zone} on ${handle.dns.host}:${handle.dns.port} (UDP and TCP)${metrics}\n`);
     stopOnSignal(() => handle.close(), logger);
@@ -182,10 +191,13 @@ export function buildProgram(): Command {
 
 /** Runs the command line; exits non-zero with a one-line message on bad input or startup failure. */
 export async function run(argv: string[]): Promise<void> {
-  const program = buildProgram();
+  const fromFile: { dns?: Partial<DnsSettings> | undefined } = {};
+  const program = buildProgram(fromFile);
   program.exitOverride();
   try {
-    await program.parseAsync(argv);
+    const expanded = expandConfigFile(program, argv);
+    fromFile.dns = expanded.dns;
+    await program.parseAsync(expanded.argv);
   } catch (err) {
     if (err instanceof CommanderError) process.exit(err.exitCode);
     const message = err instanceof Error ? err.message : String(err);

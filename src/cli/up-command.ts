@@ -31,6 +31,8 @@ export interface UpDnsOptions {
 
 /** Options every worker-running command takes. */
 export interface ShardOptions extends CmdbCliOptions {
+  /** The deployment's key prefix in Redis (default `regsync`). */
+  prefix?: string | undefined;
   shards?: number | undefined;
   replicas?: number | undefined;
   workerId?: string | undefined;
@@ -97,7 +99,7 @@ export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> 
     localRedis = redisUrl ? undefined : await startLocalRedis(opts.dataDir, logger);
     const url = redisUrl ?? (localRedis as LocalRedis).url;
     node = await startWorkerNode({ redisUrl: url, listen, ...security, dns: { status: () => dns?.status() } }, opts, cmdb, logger);
-    if (dnsSettings) dns = await startDnsOnRedis({ settings: dnsSettings, redisUrl: url, store: node.store, registry: node.metrics.registry, cmdb: cmdb?.cache, logger });
+    if (dnsSettings) dns = await startDnsOnRedis({ settings: dnsSettings, redisUrl: url, prefix: opts.prefix, store: node.store, registry: node.metrics.registry, cmdb: cmdb?.cache, logger });
   } catch (err) {
     await node?.close();
     await localRedis?.stop();
@@ -153,6 +155,7 @@ function startWorkerNode(
   return startNode({
     ...base,
     logger,
+    prefix: opts.prefix,
     shards: opts.shards,
     replicas: opts.replicas,
     workerId: opts.workerId,

@@ -45,7 +45,7 @@ describe('ensureDeployment', () => {
     expect(mismatch.message).toContain(`${prefix}:deployment holds a deployment with shards=8 replicas=2`);
     expect(mismatch.message).toContain('asked for shards=16.');
     expect(mismatch.message).toContain('Start with the stored values');
-    expect(mismatch.message).toContain('fresh key prefix or Redis');
+    expect(mismatch.message).toContain('fresh key prefix (--prefix) or Redis');
     await expect(ensureDeployment(redis, prefix, { shards: 8, replicas: 3 })).rejects.toThrow('asked for shards=8 replicas=3.');
   });
 

@@ -39,7 +39,7 @@ export class DeploymentMismatchError extends Error {
       `${key} holds a deployment with shards=${stored.shards} replicas=${stored.replicas} ` +
         `(created ${stored.createdAt}), but this start asked for ${asked}. ` +
         `Start with the stored values (or without setting shards/replicas), ` +
-        `or use a fresh key prefix or Redis for a new deployment.`,
+        `or use a fresh key prefix (--prefix) or Redis for a new deployment.`,
     );
   }
 }
