@@ -54,6 +54,10 @@ export interface NodeOptions {
    * and closed by the caller. Its changes reconcile the service syncs of the IPs they name.
    */
   cmdb?: { cache: CmdbCache; describe: string } | undefined;
+  /** Serve the REST API over HTTPS with this certificate chain and key (PEM). */
+  apiTls?: { cert: Buffer; key: Buffer } | undefined;
+  /** A bearer token the metrics listener requires on `/metrics` (`/healthz` stays open for probes). */
+  metricsToken?: string | undefined;
   /** The DNS server this process runs beside the node (started after it), for `GET /api/v1/dns`. */
   dns?: DnsStatusSource | undefined;
   /**
@@ -113,7 +117,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     const core = buildCore({ ...options, prefix }, connections, deployment);
     // Bound before this process joins anything: an address in use stops it with little to undo.
     const metricsServer = options.metricsListen
-      ? await lifecycle.step('metrics listener', () => startMetricsServer(core.metrics, options.metricsListen as { host: string; port: number }, logger), (server) => server.close(), 2_000)
+      ? await lifecycle.step('metrics listener', () => startMetricsServer(core.metrics, options.metricsListen as { host: string; port: number }, logger, {}, options.metricsToken), (server) => server.close(), 2_000)
       : undefined;
     if (metricsServer) logger.info({ url: metricsServer.url }, 'metrics listening');
     lifecycle.defer('adapters', () => core.adapters.closeAll(), 10_000);

@@ -40,6 +40,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<FastifyInstance> {
   const log = (deps.logger ?? silentLogger()).child({ component: 'api' });
   const bodyLimitBytes = deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const app = fastify({
+    ...(deps.tls ? { https: { cert: deps.tls.cert, key: deps.tls.key } } : {}),
     bodyLimit: bodyLimitBytes,
     // Ids are at most 253 characters; longer path segments are answered 414 by the router.
     routerOptions: { maxParamLength: 256 },

@@ -35,6 +35,8 @@ export interface ApiDeps {
   metrics?: MetricsSource | undefined;
   /** The task event log for `GET /api/v1/tasks/:id/events` and the `GET /api/v1/events` stream; absent without it. */
   events?: TaskEventSource | undefined;
+  /** Serve HTTPS with this certificate chain and key (PEM); absent: plain HTTP. */
+  tls?: { cert: Buffer; key: Buffer } | undefined;
   /** The DNS server this process runs, for `GET /api/v1/dns`; absent or answering undefined: the route says none runs. */
   dns?: DnsStatusSource | undefined;
   /** Options of the event routes (the stream's keep-alive period). */

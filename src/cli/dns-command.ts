@@ -11,7 +11,7 @@ import type { ClusterSpec } from '../model/types.js';
 import { RegsyncStore, ensureSchema } from '../store/index.js';
 import { redisKeys } from '../util/redis-keys.js';
 import { startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
-import { parseListen } from './options.js';
+import { metricsTokenOf, parseListen } from './options.js';
 
 /** `regsync dns` options as commander hands them over. */
 export interface DnsCommandOptions extends CmdbCliOptions, DnsFlagSettings {
@@ -23,6 +23,9 @@ export interface DnsCommandOptions extends CmdbCliOptions, DnsFlagSettings {
   /** The deployment's key prefix (default `regsync`). */
   prefix?: string | undefined;
   metricsListen?: string | undefined;
+  metricsTokenFile?: string | undefined;
+  /** `REGSYNC_METRICS_TOKEN`, as the command line passes it. */
+  metricsTokenEnv?: string | undefined;
 }
 
 /** The settings of `--config` (or `--dns-config`) with the flags over them. */
@@ -128,6 +131,7 @@ export interface DnsCommandHandle {
 export async function runDns(opts: DnsCommandOptions, logger: Logger): Promise<DnsCommandHandle> {
   const settings = dnsSettingsFrom(opts.dnsConfig, opts, opts.dnsSection);
   const metricsListen = opts.metricsListen === undefined ? undefined : parseListen(opts.metricsListen, '--metrics-listen');
+  const metricsToken = metricsTokenOf(opts.metricsTokenFile, opts.metricsTokenEnv);
   const cmdb = await startCmdbFromCli(opts, logger);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -136,7 +140,7 @@ export async function runDns(opts: DnsCommandOptions, logger: Logger): Promise<D
   try {
     dns = await startDnsOnRedis({ settings, redisUrl: opts.redis, prefix: opts.prefix, registry, cmdb: cmdb?.cache, logger });
     const running = dns;
-    if (metricsListen) metrics = await startMetricsServer(registry, metricsListen, logger, { '/status': () => running.status() });
+    if (metricsListen) metrics = await startMetricsServer(registry, metricsListen, logger, { '/status': () => running.status() }, metricsToken);
   } catch (err) {
     await dns?.close();
     await cmdb?.close();

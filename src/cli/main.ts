@@ -58,7 +58,9 @@ function addApiSecurityOptions(command: Command): Command {
       'YAML/JSON list of {name, scope: read|admin, token} the REST API requires (also REGSYNC_API_TOKENS_FILE; more tokens in REGSYNC_API_TOKENS="name:scope:token,...")',
       process.env.REGSYNC_API_TOKENS_FILE || undefined,
     )
-    .option('--rate-limit <n>', 'requests per minute the REST API takes from one client address (0: no limit)', parseRateLimit, 600);
+    .option('--rate-limit <n>', 'requests per minute the REST API takes from one client address (0: no limit)', parseRateLimit, 600)
+    .option('--tls-cert <file>', 'serve the REST API over HTTPS with this certificate chain (PEM; with --tls-key)')
+    .option('--tls-key <file>', 'the private key of --tls-cert (PEM)');
 }
 
 /**
@@ -118,10 +120,11 @@ export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined 
     addProcessOptions(program.command('worker'))
       .description('run a sync worker (no HTTP): serves and leads shards of the deployment in Redis')
       .requiredOption('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL)
-      .option('--metrics-listen <host:port>', 'serve Prometheus metrics (GET /metrics) and GET /healthz here (default: off)'),
-  ).action(async (opts: ShardOptions & ProcessCliOptions & { redis: string; metricsListen?: string }) => {
+      .option('--metrics-listen <host:port>', 'serve Prometheus metrics (GET /metrics) and GET /healthz here (default: off)')
+      .option('--metrics-token-file <file>', 'require this bearer token on /metrics (also REGSYNC_METRICS_TOKEN; /healthz stays open)'),
+  ).action(async (opts: ShardOptions & ProcessCliOptions & { redis: string; metricsListen?: string; metricsTokenFile?: string }) => {
     const logger = createLogger(opts.logLevel);
-    const { node, close } = await runWorker(opts, logger);
+    const { node, close } = await runWorker({ ...opts, metricsTokenEnv: process.env.REGSYNC_METRICS_TOKEN }, logger);
     const metrics = node.metricsUrl ? `; metrics on ${node.metricsUrl}/metrics` : '';
     process.stdout.write(`regsync worker ${node.id} running (${node.deployment.shards} shards, ${node.deployment.replicas} replicas)${metrics}\n`);
     stopOnSignal(close, logger);
@@ -151,10 +154,11 @@ export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined 
       .option('--clusters <ids>', 'comma-separated clusters to serve (default all)')
       .option('--upstream <list>', 'comma-separated resolvers (ip[:port]) for names outside the zone (default none: REFUSED)')
       .option('--dns-config <file>', 'DNS settings file (YAML: zone, clusters, ttl, aliases, site, upstreams; see README); flags win over it')
-      .option('--metrics-listen <host:port>', 'serve GET /metrics, /healthz and /status here (default: off)'),
+      .option('--metrics-listen <host:port>', 'serve GET /metrics, /healthz and /status here (default: off)')
+      .option('--metrics-token-file <file>', 'require this bearer token on /metrics and /status (also REGSYNC_METRICS_TOKEN; /healthz stays open)'),
   ).action(async (opts: DnsCommandOptions & ProcessCliOptions) => {
     const logger = createLogger(opts.logLevel);
-    const handle = await runDns({ ...opts, dnsSection: fromFile.dns }, logger);
+    const handle = await runDns({ ...opts, dnsSection: fromFile.dns, metricsTokenEnv: process.env.REGSYNC_METRICS_TOKEN }, logger);
     const metrics = handle.metrics ? `; metrics and status on ${handle.metrics.url}` : '';
     process.stdout.write(`regsync dns: zone ${handle.dns.catalogue.zone} on ${handle.dns.host}:${handle.dns.port} (UDP and TCP)${metrics}\n`);
     stopOnSignal(() => handle.close(), logger);

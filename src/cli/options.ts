@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { InvalidArgumentError } from 'commander';
 
 /** Parses a TCP port (0 = any free port). */
@@ -63,4 +64,27 @@ export function parseListen(value: string, option = '--listen'): { host: string;
   const port = Number(m?.[3]);
   if (!m || !Number.isInteger(port) || port > 65535) throw new Error(`invalid ${option} "${value}": expected host:port`);
   return { host: (m[1] ?? m[2]) as string, port };
+}
+
+/**
+ * The bearer token of a metrics listener: `--metrics-token-file` (the file's first line) or
+ * `REGSYNC_METRICS_TOKEN`; undefined: the listener is open.
+ */
+export function metricsTokenOf(file: string | undefined, env: string | undefined): string | undefined {
+  if (file !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new Error(`--metrics-token-file ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : (err as Error).message}`, { cause: err });
+    }
+    const token = text.split('\n')[0]?.trim() ?? '';
+    if (token.length < 16) throw new Error(`--metrics-token-file ${file}: the token must have at least 16 characters`);
+    return token;
+  }
+  if (env !== undefined && env.trim() !== '') {
+    if (env.trim().length < 16) throw new Error('REGSYNC_METRICS_TOKEN: the token must have at least 16 characters');
+    return env.trim();
+  }
+  return undefined;
 }

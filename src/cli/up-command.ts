@@ -1,10 +1,11 @@
+import { readFileSync } from 'node:fs';
 import { InvalidArgumentError } from 'commander';
 import type { Logger } from 'pino';
 import { startNode, type NodeOptions, type RegsyncNode } from '../node.js';
 import { loadApiTokens } from '../api/auth-config.js';
 import type { RunningCmdb } from '../cmdb/index.js';
 import { startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
-import { parseListen } from './options.js';
+import { metricsTokenOf, parseListen } from './options.js';
 
 export { parseListen } from './options.js';
 import { startLocalRedis, type LocalRedis } from './local-redis.js';
@@ -47,6 +48,9 @@ export interface ApiSecurityCliOptions {
   apiTokensEnv?: string | undefined;
   /** `--rate-limit`: requests per minute from one client address; 0: no limit; absent: the default (600). */
   rateLimit?: number | undefined;
+  /** `--tls-cert` and `--tls-key`: PEM files; both or neither. */
+  tlsCert?: string | undefined;
+  tlsKey?: string | undefined;
 }
 
 /**
@@ -54,11 +58,26 @@ export interface ApiSecurityCliOptions {
  * the file or variable and the entry (never a token value) when they cannot be used: called before
  * anything starts, so a bad file stops the command at once.
  */
-export function apiSecurityOf(opts: ApiSecurityCliOptions): Pick<NodeOptions, 'apiTokens' | 'apiRateLimit'> {
+export function apiSecurityOf(opts: ApiSecurityCliOptions): Pick<NodeOptions, 'apiTokens' | 'apiRateLimit' | 'apiTls'> {
   const apiTokens = loadApiTokens({ file: opts.apiTokensFile, env: opts.apiTokensEnv });
   const apiRateLimit = opts.rateLimit === undefined ? undefined : opts.rateLimit === 0 ? false : { max: opts.rateLimit, timeWindowMs: 60_000 };
-  return { apiTokens, apiRateLimit };
+  if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) throw new Error('--tls-cert and --tls-key go together: give both (PEM files) for HTTPS, or neither');
+  const apiTls = opts.tlsCert !== undefined && opts.tlsKey !== undefined ? { cert: readPem(opts.tlsCert, '--tls-cert'), key: readPem(opts.tlsKey, '--tls-key') } : undefined;
+  return { apiTokens, apiRateLimit, apiTls };
 }
+
+/** A PEM file given on the command line; the error names the flag and the path, never the content. */
+function readPem(path: string, flag: string): Buffer {
+  let data: Buffer;
+  try {
+    data = readFileSync(path);
+  } catch (err) {
+    throw new Error(`${flag} ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : (err as Error).message}`, { cause: err });
+  }
+  if (!data.includes('-----BEGIN ')) throw new Error(`${flag} ${path}: not a PEM file (no -----BEGIN line)`);
+  return data;
+}
+
 
 /** Parses `--rate-limit`: a whole number of requests per minute, 0 for none. */
 export function parseRateLimit(value: string): number {
@@ -125,14 +144,15 @@ export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> 
  * only `/metrics` and `/healthz`); closing it also closes its CMDB.
  */
 export async function runWorker(
-  opts: ShardOptions & { redis: string; metricsListen?: string | undefined },
+  opts: ShardOptions & { redis: string; metricsListen?: string | undefined; metricsTokenFile?: string | undefined; metricsTokenEnv?: string | undefined },
   logger: Logger,
 ): Promise<{ node: RegsyncNode; close(): Promise<void> }> {
   const metricsListen = opts.metricsListen === undefined ? undefined : parseListen(opts.metricsListen, '--metrics-listen');
+  const metricsToken = metricsTokenOf(opts.metricsTokenFile, opts.metricsTokenEnv);
   const cmdb = await startCmdbFromCli(opts, logger);
   let node: RegsyncNode;
   try {
-    node = await startWorkerNode({ redisUrl: opts.redis, roles: ['worker'], metricsListen }, opts, cmdb, logger);
+    node = await startWorkerNode({ redisUrl: opts.redis, roles: ['worker'], metricsListen, metricsToken }, opts, cmdb, logger);
   } catch (err) {
     await cmdb?.close();
     throw err;
@@ -147,7 +167,7 @@ export async function runWorker(
 }
 
 function startWorkerNode(
-  base: Pick<NodeOptions, 'redisUrl' | 'listen' | 'roles' | 'metricsListen' | 'apiTokens' | 'apiRateLimit' | 'dns'>,
+  base: Pick<NodeOptions, 'redisUrl' | 'listen' | 'roles' | 'metricsListen' | 'metricsToken' | 'apiTokens' | 'apiRateLimit' | 'apiTls' | 'dns'>,
   opts: ShardOptions,
   cmdb: RunningCmdb | undefined,
   logger: Logger,

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 
 /** What {@link startMetricsServer} serves: anything that renders Prometheus text. */
@@ -23,15 +24,18 @@ export interface MetricsServer {
  * the caller adds (`regsync dns` serves `/status`); anything else is 404.
  * Plain `node:http`, no framework: it has two routes and no body to parse.
  *
- * Deliberately left out: authentication and TLS. Bind it to an address only the scraper reaches
- * (it shows task and cluster ids, never services, addresses or secrets).
+ * With `token`, every route but `/healthz` (the probes') requires `Authorization: Bearer <token>`
+ * (401 otherwise). Deliberately left out: TLS; bind it to an address only the scraper reaches (it
+ * shows task and cluster ids, never services, addresses or secrets).
  */
 export async function startMetricsServer(
   exposition: MetricsExposition,
   listen: { host: string; port: number },
   logger: Logger,
   json: Readonly<Record<string, () => Promise<unknown>>> = {},
+  token?: string,
 ): Promise<MetricsServer> {
+  const expected = token === undefined ? undefined : Buffer.from(`Bearer ${token}`);
   const log = logger.child({ component: 'metrics-server' });
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -41,6 +45,10 @@ export async function startMetricsServer(
     }
     if (path === '/healthz') {
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end('{"status":"ok"}');
+      return;
+    }
+    if (expected !== undefined && !sameSecret(req.headers.authorization, expected)) {
+      res.writeHead(401, { 'content-type': 'text/plain; charset=utf-8', 'www-authenticate': 'Bearer' }).end('a bearer token is required\n');
       return;
     }
     const route = path !== undefined && Object.hasOwn(json, path) ? json[path] : undefined;
@@ -90,4 +98,11 @@ export async function startMetricsServer(
       return closing;
     },
   };
+}
+
+/** Compares a presented Authorization header with the expected one in constant time. */
+function sameSecret(presented: string | undefined, expected: Buffer): boolean {
+  if (presented === undefined) return false;
+  const given = Buffer.from(presented);
+  return given.length === expected.length && timingSafeEqual(given, expected);
 }

@@ -24,6 +24,8 @@ export interface ApiSettings {
   apiRateLimit?: RateLimitSettings | false | undefined;
   /** The DNS server of this process, for `GET /api/v1/dns`. */
   dns?: DnsStatusSource | undefined;
+  /** HTTPS certificate chain and key (PEM); absent: plain HTTP. */
+  apiTls?: { cert: Buffer; key: Buffer } | undefined;
 }
 
 /** The running REST API. */
@@ -60,12 +62,12 @@ export async function startApiRole(core: NodeCore, connections: Connections, set
     queueDepth: (shard) => queues.depth(shard),
     instancesManaged: () => copiesPerTask(store),
   });
-  const app = await buildApiApp({ store, control, redis, logger: settings.logger, tokens: settings.apiTokens, rateLimit: settings.apiRateLimit, deployment: view, metrics, events, dns: settings.dns });
+  const app = await buildApiApp({ store, control, redis, logger: settings.logger, tokens: settings.apiTokens, rateLimit: settings.apiRateLimit, deployment: view, metrics, events, dns: settings.dns, tls: settings.apiTls });
   await lifecycle.step('api', () => app.listen({ host: settings.listen.host, port: settings.listen.port }), () => app.close(), 5_000);
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : settings.listen.port;
   const host = settings.listen.host.includes(':') ? `[${settings.listen.host}]` : settings.listen.host;
-  const url = `http://${host}:${port}`;
+  const url = `${settings.apiTls ? 'https' : 'http'}://${host}:${port}`;
   settings.logger.info({ url }, 'REST API listening');
   return { app, url };
 }
