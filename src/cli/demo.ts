@@ -75,7 +75,8 @@ export async function runDemo(opts: DemoOptions): Promise<void> {
   const dnsListen = opts.dnsListen === 'off' ? undefined : opts.dnsListen;
   // The demo's DNS trusts the subnet a local dig sends (+subnet), so that each site's view can be tried.
   const up = await runUp(
-    { listen: opts.listen, redis: opts.redis, dataDir: opts.dataDir, cmdb: cmdbFile, dnsListen, dnsSection: { site: { labels: ['site', 'region'], trustedResolvers: ['127.0.0.1'], protectThreshold: 0 } } },
+    // A clean state of its own every time: its own data dir, or its own prefix on a given Redis.
+    { listen: opts.listen, redis: opts.redis, dataDir: opts.dataDir, fresh: true, prefix: opts.redis ? 'regsync-demo' : undefined, cmdb: cmdbFile, dnsListen, dnsSection: { site: { labels: ['site', 'region'], trustedResolvers: ['127.0.0.1'], protectThreshold: 0 } } },
     logger,
   );
   running.up = up;

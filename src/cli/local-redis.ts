@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
@@ -12,15 +12,43 @@ export interface LocalRedis {
   stop(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
+/** The first port the local redis-server tries (then the next nine, then any free one). */
+export const LOCAL_REDIS_PORT = 6380;
+
+/** Binds `port` on 127.0.0.1 (0: any) and frees it again; answers the port, or undefined when it is taken. */
+function tryPort(port: number): Promise<number | undefined> {
+  return new Promise((resolvePort) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.once('error', () => resolvePort(undefined));
+    server.listen(port, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
+      server.close(() => resolvePort(typeof address === 'object' && address ? address.port : undefined));
     });
   });
+}
+
+/**
+ * The port of the data dir's redis-server: the one it had last time (kept in `redis/port`), so
+ * that its URL stays the same across restarts; else the first free one of 6380-6389; else any.
+ */
+async function stablePort(dataDir: string, log: Logger): Promise<number> {
+  const file = join(dataDir, 'port');
+  let recorded: number | undefined;
+  try {
+    const n = Number(readFileSync(file, 'utf8').trim());
+    if (Number.isInteger(n) && n > 0 && n < 65536) recorded = n;
+  } catch {
+    // First start of this data dir.
+  }
+  const candidates = [...(recorded ? [recorded] : []), ...Array.from({ length: 10 }, (_, i) => LOCAL_REDIS_PORT + i).filter((p) => p !== recorded), 0];
+  for (const candidate of candidates) {
+    const port = await tryPort(candidate);
+    if (port === undefined) continue;
+    if (recorded !== undefined && port !== recorded) log.warn({ was: recorded, now: port }, 'the local redis-server\'s port is taken: it moves to another (its URL changes)');
+    writeFileSync(file, `${port}\n`);
+    return port;
+  }
+  throw new Error('no free port on 127.0.0.1 for the local redis-server');
 }
 
 async function answersPing(url: string): Promise<boolean> {
@@ -39,18 +67,21 @@ async function answersPing(url: string): Promise<boolean> {
 /**
  * Starts and supervises a local redis-server on 127.0.0.1 with its data (AOF) under `dir`, so a
  * single-machine `regsync up` keeps its tasks across restarts with nothing else to run. It is
- * restarted if it dies, and stopped with regsync.
+ * restarted if it dies, and stopped with regsync. Its port stays the same across restarts of the
+ * data dir (see {@link stablePort}). The caller holds the data dir's lock ({@link lockDataDir}).
  */
-export async function startLocalRedis(dir: string, logger: Logger): Promise<LocalRedis> {
+export async function startLocalRedis(dir: string, logger: Logger, options: { fresh?: boolean } = {}): Promise<LocalRedis> {
   const found = spawnSync('redis-server', ['--version'], { stdio: 'ignore' });
   if (found.error) {
     throw new Error('redis-server is not installed: install it (apt-get install -y redis-server) or pass --redis <url>');
   }
   const dataDir = resolve(dir, 'redis');
-  mkdirSync(dataDir, { recursive: true });
-  const port = await freePort();
-  const url = `redis://127.0.0.1:${port}`;
   const log = logger.child({ component: 'local-redis' });
+  // A fresh start (the demo) begins from nothing; the port file goes too, and the same port is likely found again.
+  if (options.fresh) rmSync(dataDir, { recursive: true, force: true });
+  mkdirSync(dataDir, { recursive: true });
+  const port = await stablePort(dataDir, log);
+  const url = `redis://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   let stopping = false;
   const launch = () => {

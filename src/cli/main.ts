@@ -112,7 +112,8 @@ export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined 
     const logger = createLogger(opts.logLevel);
     const handle = await runUp({ ...opts, apiTokensEnv: process.env.REGSYNC_API_TOKENS, dnsSection: fromFile.dns }, logger);
     const dns = handle.dns ? `; DNS on ${handle.dns.host}:${handle.dns.port}` : '';
-    process.stdout.write(`regsync up: REST API listening on ${handle.node.url} (worker ${handle.node.id})${dns}\n`);
+    const redis = handle.localRedis ? `; local redis-server ${handle.localRedis.url} (data in ${handle.localRedis.dataDir})` : '';
+    process.stdout.write(`regsync up: REST API listening on ${handle.node.url} (worker ${handle.node.id})${dns}${redis}\n`);
     stopOnSignal(() => handle.close(), logger);
   });
 
@@ -184,7 +185,7 @@ export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined 
     .option('--beijing-grpc-port <port>', 'gRPC port of the beijing registry (default: its HTTP port + 1000; off: none)', parseGrpcPort)
     .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
     .option('--dns-listen <host:port>', 'where the DNS interface answers (off: none)', '127.0.0.1:5353')
-    .option('--data-dir <dir>', 'data of the local redis-server', '.regsync')
+    .option('--data-dir <dir>', 'data of the demo\'s local redis-server, emptied at every start', '.regsync/demo')
     .option('--redis <url>', 'use this Redis instead of a local redis-server')
     .action(async (opts: DemoOptions) => {
       await runDemo(opts);

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError } from 'commander';
+import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { startNode, type NodeOptions, type RegsyncNode } from '../node.js';
 import { loadApiTokens } from '../api/auth-config.js';
@@ -9,6 +10,7 @@ import { metricsTokenOf, parseListen } from './options.js';
 
 export { parseListen } from './options.js';
 import { startLocalRedis, type LocalRedis } from './local-redis.js';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import { dnsSettingsFrom, startDnsOnRedis } from './dns-command.js';
 import type { RunningDns } from '../dns/dns-service.js';
 import type { DnsSettings } from '../dns/dns-config.js';
@@ -17,6 +19,11 @@ export interface UpOptions extends ShardOptions, ApiSecurityCliOptions, UpDnsOpt
   listen: string;
   redis?: string | undefined;
   dataDir: string;
+  /**
+   * Start from a clean state (the demo): the local redis-server's data is removed first, or, with
+   * `redis`, every key under the prefix.
+   */
+  fresh?: boolean | undefined;
 }
 
 /** The DNS server `regsync up` runs beside the node when `--dns-listen` or `--dns-config` is given. */
@@ -90,6 +97,7 @@ export function parseRateLimit(value: string): number {
 /** A running `regsync up`: the node and, when regsync started one, its local Redis. */
 export interface UpHandle {
   node: RegsyncNode;
+  /** The local redis-server (without `--redis`), on its data dir, which this process holds locked. */
   localRedis: LocalRedis | undefined;
   /** The DNS server, when asked for. */
   dns: RunningDns | undefined;
@@ -112,16 +120,21 @@ export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> 
   const redisUrl = opts.redis ?? (process.env.REGSYNC_REDIS_URL || undefined);
   const cmdb = await startCmdbFromCli(opts, logger);
   let localRedis: LocalRedis | undefined;
+  let lock: DataDirLock | undefined;
   let node: RegsyncNode | undefined;
   let dns: RunningDns | undefined;
   try {
-    localRedis = redisUrl ? undefined : await startLocalRedis(opts.dataDir, logger);
+    // One process per data dir: two would share one redis-server's files.
+    lock = redisUrl ? undefined : lockDataDir(opts.dataDir);
+    localRedis = redisUrl ? undefined : await startLocalRedis(opts.dataDir, logger, { fresh: opts.fresh });
     const url = redisUrl ?? (localRedis as LocalRedis).url;
+    if (opts.fresh && redisUrl) await removePrefix(url, opts.prefix ?? 'regsync');
     node = await startWorkerNode({ redisUrl: url, listen, ...security, dns: { status: () => dns?.status() } }, opts, cmdb, logger);
     if (dnsSettings) dns = await startDnsOnRedis({ settings: dnsSettings, redisUrl: url, prefix: opts.prefix, store: node.store, registry: node.metrics.registry, cmdb: cmdb?.cache, logger });
   } catch (err) {
     await node?.close();
     await localRedis?.stop();
+    lock?.release();
     await cmdb?.close();
     throw err;
   }
@@ -135,8 +148,25 @@ export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> 
       await started.close();
       await cmdb?.close();
       await localRedis?.stop();
+      lock?.release();
     },
   };
+}
+
+/** Deletes every key under `prefix` (a fresh demo on a Redis of the user's: only the demo's own prefix). */
+async function removePrefix(url: string, prefix: string): Promise<void> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+  redis.on('error', () => {});
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
 }
 
 /**

@@ -83,7 +83,7 @@ describe('regsync demo', () => {
     await redis?.cleanup();
   });
 
-  it('syncs two registries both ways and tells what moved where', async () => {
+  it.each([1, 2])('syncs two registries both ways and tells what moved where (run %i on the same Redis: from a clean state)', async () => {
     const demo = await startRegsync(
       ['demo', '--shanghai-port', '0', '--beijing-port', '0', '--listen', '127.0.0.1:0', '--dns-listen', '127.0.0.1:0', '--redis', redis.url],
       { ready: /Ctrl-C stops everything/ },
@@ -105,6 +105,8 @@ describe('regsync demo', () => {
       const dig = await run('dig', ['@127.0.0.1', '-p', port as string, '+short', '+time=5', '+tries=1', '+subnet=10.0.1.200/32', 'orders.svc.regsync.internal']);
       expect(dig.stdout.trim()).toBe('10.0.1.11');
       expect(out).not.toMatch(/warning|strict mode/i);
+      // Nothing of an earlier run: no cluster of its registries (gone now) is tried, no source seems to have emptied.
+      expect(out).not.toMatch(/ECONNREFUSED|dropped to zero instances/);
     } finally {
       expect(await demo.stop()).toBe(0);
     }
@@ -112,12 +114,19 @@ describe('regsync demo', () => {
 });
 
 describe('regsync up without --redis', () => {
-  it('runs its own redis-server under --data-dir and keeps state across restarts', async () => {
+  it('runs its own redis-server under --data-dir on a port that stays, holds the dir, and keeps state across restarts', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'regsync-data-'));
     const args = ['up', '--listen', '127.0.0.1:0', '--data-dir', dataDir];
     const env = { REGSYNC_REDIS_URL: '' };
+    const redisUrlOf = (out: string) => /; local redis-server (redis:\/\/127\.0\.0\.1:\d+) \(data in /.exec(out)?.[1];
     try {
       const first = await startRegsync(args, { env });
+      const firstRedis = redisUrlOf(first.output());
+      expect(firstRedis).toBeDefined();
+      // A second `up` on the same data dir stops at once, naming the one that holds it.
+      const second = await runRegsync([...args.slice(0, 2), '127.0.0.1:0', ...args.slice(3)], { env });
+      expect(second.code).toBe(1);
+      expect(second.output).toMatch(new RegExp(`regsync: data dir ${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is in use by another regsync \\(pid \\d+, since `));
       const created = await fetch(`${first.url}/api/v1/clusters`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -126,12 +135,13 @@ describe('regsync up without --redis', () => {
       expect(created.status).toBe(201);
       expect(await first.stop()).toBe(0);
 
-      const second = await startRegsync(args, { env });
+      const restarted = await startRegsync(args, { env });
       try {
-        const list = (await (await fetch(`${second.url}/api/v1/clusters`)).json()) as { items: Array<{ id: string }> };
+        expect(redisUrlOf(restarted.output())).toBe(firstRedis);
+        const list = (await (await fetch(`${restarted.url}/api/v1/clusters`)).json()) as { items: Array<{ id: string }> };
         expect(list.items.map((c) => c.id)).toEqual(['kept']);
       } finally {
-        expect(await second.stop()).toBe(0);
+        expect(await restarted.stop()).toBe(0);
       }
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
