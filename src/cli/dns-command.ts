@@ -8,13 +8,15 @@ import { startDns, type RunningDns } from '../dns/dns-service.js';
 import { startMetricsServer, type MetricsServer } from '../metrics/index.js';
 import type { RegistryAdapter } from '../model/adapter.js';
 import type { ClusterSpec } from '../model/types.js';
-import { RegsyncStore } from '../store/index.js';
+import { prepareStoredSecrets, RegsyncStore } from '../store/index.js';
+import { SecretBox } from '../secrets/secret-box.js';
+import { secretBoxOfCli, type SecretKeyCliOptions } from './secret-key-options.js';
 import { redisKeys } from '../util/redis-keys.js';
 import { startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { parseListen } from './options.js';
 
 /** `regsync dns` options as commander hands them over. */
-export interface DnsCommandOptions extends CmdbCliOptions, DnsFlagSettings {
+export interface DnsCommandOptions extends CmdbCliOptions, DnsFlagSettings, SecretKeyCliOptions {
   redis: string;
   /** `--config`: the DNS settings file. */
   config?: string | undefined;
@@ -44,6 +46,8 @@ export async function startDnsOnRedis(options: {
   redisUrl: string;
   prefix?: string | undefined;
   store?: RegsyncStore | undefined;
+  /** The secret keys of a store built here (checked at start as the node's); default none. */
+  secrets?: SecretBox | undefined;
   registry: Registry;
   cmdb?: CmdbCache | undefined;
   logger: Logger;
@@ -56,7 +60,7 @@ export async function startDnsOnRedis(options: {
     connections.push(redis);
     return redis;
   };
-  const store = options.store ?? new RegsyncStore(connect(), prefix);
+  const store = options.store ?? new RegsyncStore(connect(), prefix, options.secrets);
   const subscriber = connect();
   const channel = redisKeys.controlChannel(prefix);
   try {
@@ -65,6 +69,7 @@ export async function startDnsOnRedis(options: {
     } catch (err) {
       throw new Error(`cannot reach Redis at ${maskedRedisUrl(options.redisUrl)} for the DNS interface: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
+    if (options.store === undefined) await prepareStoredSecrets(store, options.secrets ?? SecretBox.none, options.logger);
     const dns = await startDns({
       settings: options.settings,
       clusters: () => store.listClusters(),
@@ -120,6 +125,7 @@ export interface DnsCommandHandle {
  */
 export async function runDns(opts: DnsCommandOptions, logger: Logger): Promise<DnsCommandHandle> {
   const settings = dnsSettingsFrom(opts.config, opts);
+  const secrets = secretBoxOfCli(opts);
   const metricsListen = opts.metricsListen === undefined ? undefined : parseListen(opts.metricsListen, '--metrics-listen');
   const cmdb = await startCmdbFromCli(opts, logger);
   const registry = new Registry();
@@ -127,7 +133,7 @@ export async function runDns(opts: DnsCommandOptions, logger: Logger): Promise<D
   let dns: RunningDns | undefined;
   let metrics: MetricsServer | undefined;
   try {
-    dns = await startDnsOnRedis({ settings, redisUrl: opts.redis, registry, cmdb: cmdb?.cache, logger });
+    dns = await startDnsOnRedis({ settings, redisUrl: opts.redis, secrets, registry, cmdb: cmdb?.cache, logger });
     const running = dns;
     if (metricsListen) metrics = await startMetricsServer(registry, metricsListen, logger, { '/status': () => running.status() });
   } catch (err) {

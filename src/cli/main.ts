@@ -21,15 +21,17 @@ import {
 import { addCmdbOptions, startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { parsePort, parsePositiveInt } from './options.js';
 import { addRegistryOptions, closeOnSignal, parseGrpcPort, registryOptionsFrom, type RegistryCliOptions } from './registry-command.js';
+import { addSecretKeyOptions, secretBoxOfCli, type SecretKeyCliOptions } from './secret-key-options.js';
+import { addSecretsCommand } from './secrets-command.js';
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
   return pkg.version;
 }
 
-/** `--shards`, `--replicas`, `--worker-id`, `--lease-ttl-ms` and the CMDB options of the commands that run a worker. */
+/** `--shards`, `--replicas`, `--worker-id`, `--lease-ttl-ms`, the CMDB and the secret key options of the commands that run a worker. */
 function addShardOptions(command: Command): Command {
-  return addCmdbOptions(command)
+  return addSecretKeyOptions(addCmdbOptions(command))
     .option('--shards <n>', 'shards of the deployment, fixed at its first start (default 8, or as stored)', parsePositiveInt)
     .option('--replicas <n>', 'workers serving each shard, fixed at first start (default 2, or as stored)', parsePositiveInt)
     .option('--worker-id <id>', 'this worker\'s id (default <hostname>-<pid>-<random>)')
@@ -115,23 +117,23 @@ export function buildProgram(): Command {
     stopOnSignal(close, logger);
   });
 
-  addApiSecurityOptions(
+  addSecretKeyOptions(addApiSecurityOptions(
     program
       .command('api')
       .description('run the REST API only (no sync work); any number of them against one Redis')
       .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
       .requiredOption('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL),
-  )
-    .action(async (opts: { listen: string; redis: string } & ApiSecurityCliOptions) => {
+  ))
+    .action(async (opts: { listen: string; redis: string } & ApiSecurityCliOptions & SecretKeyCliOptions) => {
       const logger = createLogger();
       const listen = parseListen(opts.listen);
       const security = apiSecurityOf({ ...opts, apiTokensEnv: process.env.REGSYNC_API_TOKENS });
-      const node = await startNode({ redisUrl: opts.redis, roles: ['api'], listen, logger, ...security });
+      const node = await startNode({ redisUrl: opts.redis, roles: ['api'], listen, logger, ...security, secrets: secretBoxOfCli(opts) });
       process.stdout.write(`regsync api: REST API listening on ${node.url}\n`);
       stopOnSignal(() => node.close(), logger);
     });
 
-  addCmdbOptions(
+  addSecretKeyOptions(addCmdbOptions(
     program
       .command('dns')
       .description('run the DNS interface: every service of the stored clusters, answered over UDP and TCP (same site first with a CMDB)')
@@ -142,7 +144,7 @@ export function buildProgram(): Command {
       .option('--upstream <list>', 'comma-separated resolvers (ip[:port]) for names outside the zone (default none: REFUSED)')
       .option('--config <file>', 'DNS settings file (YAML: zone, clusters, ttl, aliases, site, upstreams; see README); flags win over it')
       .option('--metrics-listen <host:port>', 'serve GET /metrics, /healthz and /status here (default: off)'),
-  ).action(async (opts: DnsCommandOptions) => {
+  )).action(async (opts: DnsCommandOptions) => {
     const logger = createLogger();
     const handle = await runDns(opts, logger);
     const metrics = handle.metrics ? `; metrics and status on ${handle.metrics.url}` : '';
@@ -160,6 +162,8 @@ export function buildProgram(): Command {
       const results = await applyDeclarations(opts.server, readDeclarations(opts.file), process.env.REGSYNC_API_TOKEN);
       for (const r of results) process.stdout.write(`${r.kind} ${r.id} ${r.action}\n`);
     });
+
+  addSecretsCommand(program, () => createLogger());
 
   program
     .command('demo')

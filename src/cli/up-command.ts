@@ -5,6 +5,7 @@ import { loadApiTokens } from '../api/auth-config.js';
 import type { RunningCmdb } from '../cmdb/index.js';
 import { startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { parseListen } from './options.js';
+import { secretBoxOfCli, type SecretKeyCliOptions } from './secret-key-options.js';
 
 export { parseListen } from './options.js';
 import { startLocalRedis, type LocalRedis } from './local-redis.js';
@@ -30,7 +31,7 @@ export interface UpDnsOptions {
 }
 
 /** Options every worker-running command takes. */
-export interface ShardOptions extends CmdbCliOptions {
+export interface ShardOptions extends CmdbCliOptions, SecretKeyCliOptions {
   shards?: number | undefined;
   replicas?: number | undefined;
   workerId?: string | undefined;
@@ -82,6 +83,7 @@ export interface UpHandle {
 export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> {
   const listen = parseListen(opts.listen);
   const security = apiSecurityOf(opts);
+  const secrets = secretBoxOfCli(opts);
   const dnsSettings = opts.dnsListen !== undefined || opts.dnsConfig !== undefined
     ? dnsSettingsFrom(opts.dnsConfig, { listen: opts.dnsListen, zone: opts.dnsZone, clusters: opts.dnsClusters, upstream: opts.dnsUpstream }, opts.dnsSection)
     : undefined;
@@ -96,7 +98,7 @@ export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> 
   try {
     localRedis = redisUrl ? undefined : await startLocalRedis(opts.dataDir, logger);
     const url = redisUrl ?? (localRedis as LocalRedis).url;
-    node = await startWorkerNode({ redisUrl: url, listen, ...security, dns: { status: () => dns?.status() } }, opts, cmdb, logger);
+    node = await startWorkerNode({ redisUrl: url, listen, ...security, secrets, dns: { status: () => dns?.status() } }, opts, cmdb, logger);
     if (dnsSettings) dns = await startDnsOnRedis({ settings: dnsSettings, redisUrl: url, store: node.store, registry: node.metrics.registry, cmdb: cmdb?.cache, logger });
   } catch (err) {
     await node?.close();
@@ -127,10 +129,11 @@ export async function runWorker(
   logger: Logger,
 ): Promise<{ node: RegsyncNode; close(): Promise<void> }> {
   const metricsListen = opts.metricsListen === undefined ? undefined : parseListen(opts.metricsListen, '--metrics-listen');
+  const secrets = secretBoxOfCli(opts);
   const cmdb = await startCmdbFromCli(opts, logger);
   let node: RegsyncNode;
   try {
-    node = await startWorkerNode({ redisUrl: opts.redis, roles: ['worker'], metricsListen }, opts, cmdb, logger);
+    node = await startWorkerNode({ redisUrl: opts.redis, roles: ['worker'], metricsListen, secrets }, opts, cmdb, logger);
   } catch (err) {
     await cmdb?.close();
     throw err;
@@ -145,7 +148,7 @@ export async function runWorker(
 }
 
 function startWorkerNode(
-  base: Pick<NodeOptions, 'redisUrl' | 'listen' | 'roles' | 'metricsListen' | 'apiTokens' | 'apiRateLimit' | 'dns'>,
+  base: Pick<NodeOptions, 'redisUrl' | 'listen' | 'roles' | 'metricsListen' | 'apiTokens' | 'apiRateLimit' | 'dns' | 'secrets'>,
   opts: ShardOptions,
   cmdb: RunningCmdb | undefined,
   logger: Logger,
