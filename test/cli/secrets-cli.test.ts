@@ -109,4 +109,37 @@ describe('regsync with a secret key', () => {
     expect((await api(newOnly.url, 'GET', '/api/v1/clusters/east')).body).toMatchObject({ hasPassword: true });
     await newOnly.stop();
   });
+
+  it('regsync apply takes passwords from the environment and from files; applying again changes nothing', async () => {
+    const filePassword = `file-${randomUUID()}`;
+    const envPassword = `env-${randomUUID()}`;
+    writeFileSync(join(dir, 'west-password'), `${filePassword}\n`);
+    const yaml = join(dir, 'clusters.yaml');
+    writeFileSync(
+      yaml,
+      [
+        'clusters:',
+        '  - { id: north, kind: nacos, endpoints: ["127.0.0.1:3"], username: nacos, password: "${NORTH_PASSWORD}" }',
+        '  - { id: west, kind: nacos, endpoints: ["127.0.0.1:4"], username: nacos, passwordFile: west-password }',
+      ].join('\n'),
+    );
+    const server = await startRegsync(['api', '--redis', redis.url, '--listen', '127.0.0.1:0'], { env: { ...NO_KEY_ENV, REGSYNC_SECRET_KEY: keyB } });
+    try {
+      const unset = await runRegsync(['apply', '-f', yaml, '--server', server.url], { env: NO_KEY_ENV });
+      expect(unset.code).toBe(1);
+      expect(unset.output).toContain(`${yaml} (document 1): clusters[0] (id north), password: environment variable NORTH_PASSWORD is not set`);
+      const first = await runRegsync(['apply', '-f', yaml, '--server', server.url], { env: { ...NO_KEY_ENV, NORTH_PASSWORD: envPassword } });
+      expect(first.output).toBe('cluster north created\ncluster west created\n');
+      const again = await runRegsync(['apply', '-f', yaml, '--server', server.url], { env: { ...NO_KEY_ENV, NORTH_PASSWORD: envPassword } });
+      expect(again.output).toBe('cluster north unchanged\ncluster west unchanged\n');
+      const records = `${await client.get('regsync:cluster:north')} ${await client.get('regsync:cluster:west')}`;
+      expect(records).toContain(`enc:v1:${idB}:`);
+      expect(records).not.toContain(envPassword);
+      expect(records).not.toContain(filePassword);
+      const compare = await api(server.url, 'POST', '/api/v1/clusters/west/compare', { kind: 'nacos', endpoints: ['127.0.0.1:4'], username: 'nacos', password: filePassword });
+      expect(compare.body).toMatchObject({ exists: true, differs: false });
+    } finally {
+      await server.stop();
+    }
+  });
 });
