@@ -26,6 +26,8 @@ async function dumpRedis(redis: Redis): Promise<string> {
       else if (type === 'set') parts.push(JSON.stringify(await redis.smembers(key)));
       else if (type === 'zset') parts.push(JSON.stringify(await redis.zrange(key, '0', '-1', 'WITHSCORES')));
       else if (type === 'stream') parts.push(JSON.stringify(await redis.xrange(key, '-', '+')));
+      // Gone since the SCAN (queue keys come and go while the workers run).
+      else if (type === 'none') continue;
       else throw new Error(`${key} has type ${type}, which this test cannot read`);
     }
   } while (cursor !== '0');
