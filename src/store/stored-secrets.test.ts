@@ -100,6 +100,16 @@ describe('cluster secrets in the store', () => {
     expect(err.keyId).toBe(keyB.id);
   });
 
+  it('the first step of a rotation: the old key current, the new one previous, reads what the new key wrote', async () => {
+    await new RegsyncStore(redisServer.redis, redisServer.prefix, new SecretBox(keyB, [keyA])).putCluster(cluster('east', 'east-pw'));
+    const box = new SecretBox(keyA, [keyB]);
+    const store = new RegsyncStore(redisServer.redis, redisServer.prefix, box);
+    expect(await prepareStoredSecrets(store, box, logger)).toMatchObject({ total: 1, underPreviousKeys: 1 });
+    expect((await store.getCluster('east'))?.password).toBe('east-pw');
+    await store.putCluster(cluster('west', 'west-pw'));
+    expect((await store.inspectSecrets()).map((s) => s.keyId)).toEqual([keyB.id, keyA.id]);
+  });
+
   it('a rotation never undoes a write made meanwhile', async () => {
     await new RegsyncStore(redisServer.redis, redisServer.prefix, new SecretBox(keyA)).putCluster(cluster('east', 'east-pw'));
     const rotating = new RegsyncStore(redisServer.redis, redisServer.prefix, new SecretBox(keyB, [keyA]));

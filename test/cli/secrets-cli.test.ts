@@ -88,6 +88,11 @@ describe('regsync with a secret key', () => {
     expect(underA).toContain(`enc:v1:${idA}:`);
     // Every process first runs with the new key and the old one as previous (a rolling restart) ...
     const both = await startRegsync(['api', '--redis', redis.url, '--listen', '127.0.0.1:0', '--secret-key-file', fileB, '--previous-secret-key-file', fileA], { env: NO_KEY_ENV });
+    // A rotation without the old key writes nothing and names the key it needs.
+    const withoutOld = await runRegsync(['secrets', 'rotate', '--redis', redis.url], { env: { ...NO_KEY_ENV, REGSYNC_SECRET_KEY: keyB } });
+    expect(withoutOld.code).toBe(1);
+    expect(withoutOld.output).toContain(`cluster east's password is encrypted with secret key ${idA}, and this process has key ${idB}`);
+    expect(await stored()).toBe(underA);
     // ... then the rotation, beside them.
     const rotated = await runRegsync(['secrets', 'rotate', '--redis', redis.url, '--rewrite-aof'], { env: { ...NO_KEY_ENV, REGSYNC_SECRET_KEY: keyB, REGSYNC_SECRET_KEY_PREVIOUS: keyA } });
     expect(rotated.output).toContain(`re-encrypted 1 secret(s) with key ${idB}; 0 already under it; append-only file rewritten`);
