@@ -15,7 +15,8 @@ import { buildCore } from './node/core.js';
 import { Lifecycle } from './node/lifecycle.js';
 import { startWorkerRole } from './node/worker-role.js';
 import type { ShardQueues } from './queue/shard-queue.js';
-import { ensureSchema, type RegsyncStore } from './store/index.js';
+import { ensureSchema, prepareStoredSecrets, type RegsyncStore } from './store/index.js';
+import { SecretBox } from './secrets/secret-box.js';
 
 /** What one regsync process runs. */
 export type NodeRole = 'api' | 'worker';
@@ -65,6 +66,12 @@ export interface NodeOptions {
    * --metrics-listen`); default none. A process with the API serves `/metrics` on the API port anyway.
    */
   metricsListen?: { host: string; port: number } | undefined;
+  /**
+   * The secret keys cluster secrets are encrypted with in Redis (`secretBoxFrom`); default none:
+   * stored in clear, with a warning. A process refuses to start when a stored secret needs a key
+   * it lacks; with a key it encrypts the secrets still in clear.
+   */
+  secrets?: SecretBox | undefined;
 }
 
 /** A running regsync process. */
@@ -115,6 +122,7 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     await ensureSchema(connections.store, prefix, { logger });
     const deployment = await readOrEnsureDeployment(connections, prefix, roles.has('worker'), options);
     const core = buildCore({ ...options, prefix }, connections, deployment);
+    await prepareStoredSecrets(core.store, options.secrets ?? SecretBox.none, logger);
     // Bound before this process joins anything: an address in use stops it with little to undo.
     const metricsServer = options.metricsListen
       ? await lifecycle.step('metrics listener', () => startMetricsServer(core.metrics, options.metricsListen as { host: string; port: number }, logger, {}, options.metricsToken), (server) => server.close(), 2_000)

@@ -1,5 +1,5 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 
 /** Clusters and tasks read from declarative files, in the REST API's shapes. */
@@ -16,8 +16,14 @@ export class DeclarationError extends Error {
 /**
  * Reads YAML files (a file, or every `.yaml`/`.yml` file of a directory). Each document holds
  * `clusters:` and/or `tasks:` lists; every entry needs an `id`, so that applying twice changes nothing.
+ *
+ * Secrets stay out of the files: `${NAME}` in any string value is replaced by the variable `NAME`
+ * of `env` (a variable that is not set is an error naming the file, the entry and the variable;
+ * `$${` writes a literal `${`), and a cluster's `passwordFile: <path>` (relative to the YAML file)
+ * is read here and sent as its `password` (the file's final newline dropped). Read on the side of
+ * `apply`, so the secret reaches the store, encrypted there, and no worker needs the file mounted.
  */
-export function readDeclarations(path: string): Declarations {
+export function readDeclarations(path: string, env: Readonly<Record<string, string | undefined>> = process.env): Declarations {
   const files = statSync(path).isDirectory()
     ? readdirSync(path)
         .filter((f) => /\.ya?ml$/.test(f))
@@ -37,8 +43,8 @@ export function readDeclarations(path: string): Declarations {
       const { clusters, tasks, ...rest } = value as Record<string, unknown>;
       const unknownKeys = Object.keys(rest);
       if (unknownKeys.length > 0) throw new DeclarationError(`${where}: unknown key(s) ${unknownKeys.join(', ')}; expected clusters: and/or tasks:`);
-      out.clusters.push(...entries(clusters, 'clusters', where));
-      out.tasks.push(...entries(tasks, 'tasks', where));
+      out.clusters.push(...entries(clusters, 'clusters', where).map((entry, i) => withPasswordFile(expandEntry(entry, env, `${where}: clusters[${i}] (id ${entry.id})`), dirname(file), `${where}: clusters[${i}] (id ${entry.id})`)));
+      out.tasks.push(...entries(tasks, 'tasks', where).map((entry, i) => expandEntry(entry, env, `${where}: tasks[${i}] (id ${entry.id})`)));
     });
   }
   return out;
@@ -53,6 +59,69 @@ function entries(value: unknown, what: string, where: string): Array<Record<stri
     if (typeof id !== 'string' || id === '') throw new DeclarationError(`${where}: ${what}[${i}] needs an id`);
     return entry as Record<string, unknown> & { id: string };
   });
+}
+
+/** Every string value of an entry with its `${NAME}` replaced from `env`. */
+function expandEntry<T>(entry: T, env: Readonly<Record<string, string | undefined>>, where: string): T {
+  const walk = (value: unknown, at: string): unknown => {
+    if (typeof value === 'string') return expandString(value, env, `${where}, ${at}`);
+    if (Array.isArray(value)) return value.map((v, i) => walk(v, `${at}[${i}]`));
+    if (value !== null && typeof value === 'object') {
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v, at === '' ? k : `${at}.${k}`)]));
+    }
+    return value;
+  };
+  return walk(entry, '') as T;
+}
+
+/**
+ * `${NAME}` (NAME: letters, digits and `_`, not starting with a digit) replaced by the variable's
+ * value, `$${` by `${`; any other `$` is kept. One pass, left to right: a value is never expanded again.
+ */
+export function expandString(text: string, env: Readonly<Record<string, string | undefined>>, where: string): string {
+  let out = '';
+  let i = 0;
+  for (;;) {
+    const at = text.indexOf('$', i);
+    if (at < 0) return out + text.slice(i);
+    out += text.slice(i, at);
+    if (text.startsWith('$${', at)) {
+      out += '${';
+      i = at + 3;
+    } else if (text.startsWith('${', at)) {
+      const end = text.indexOf('}', at + 2);
+      const name = end < 0 ? '' : text.slice(at + 2, end);
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+        throw new DeclarationError(`${where}: \${ must be followed by a variable name and } (write $\${ for a literal \${)`);
+      }
+      const value = env[name];
+      if (value === undefined) throw new DeclarationError(`${where}: environment variable ${name} is not set`);
+      out += value;
+      i = end + 1;
+    } else {
+      out += '$';
+      i = at + 1;
+    }
+  }
+}
+
+/** A cluster's `passwordFile` read into its `password` (both given: an error). */
+function withPasswordFile(entry: Record<string, unknown> & { id: string }, dir: string, where: string): Record<string, unknown> & { id: string } {
+  const { passwordFile, ...rest } = entry;
+  if (passwordFile === undefined) return entry;
+  if (typeof passwordFile !== 'string' || passwordFile === '') throw new DeclarationError(`${where}: passwordFile must be a path`);
+  if (rest.password !== undefined) throw new DeclarationError(`${where}: give password or passwordFile, not both`);
+  const file = resolve(dir, passwordFile);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new DeclarationError(`${where}: cannot read passwordFile ${file}: ${code === 'ENOENT' ? 'no such file' : (code ?? 'read error')}`);
+  }
+  const password = text.replace(/\r?\n$/, '');
+  if (password === '') throw new DeclarationError(`${where}: passwordFile ${file} is empty`);
+  return { ...rest, password };
 }
 
 /** One line of what `apply` did. */

@@ -8,13 +8,15 @@ import { startDns, type RunningDns } from '../dns/dns-service.js';
 import { startMetricsServer, type MetricsServer } from '../metrics/index.js';
 import type { RegistryAdapter } from '../model/adapter.js';
 import type { ClusterSpec } from '../model/types.js';
-import { RegsyncStore, ensureSchema } from '../store/index.js';
+import { RegsyncStore, ensureSchema, prepareStoredSecrets } from '../store/index.js';
+import { SecretBox } from '../secrets/secret-box.js';
+import { secretBoxOfCli, type SecretKeyCliOptions } from './secret-key-options.js';
 import { redisKeys } from '../util/redis-keys.js';
 import { startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { metricsTokenOf, parseListen } from './options.js';
 
 /** `regsync dns` options as commander hands them over. */
-export interface DnsCommandOptions extends CmdbCliOptions, DnsFlagSettings {
+export interface DnsCommandOptions extends CmdbCliOptions, DnsFlagSettings, SecretKeyCliOptions {
   redis: string;
   /** `--dns-config`: the DNS settings file. */
   dnsConfig?: string | undefined;
@@ -51,6 +53,8 @@ export async function startDnsOnRedis(options: {
   redisUrl: string;
   prefix?: string | undefined;
   store?: RegsyncStore | undefined;
+  /** The secret keys of a store built here (checked at start as the node's); default none. */
+  secrets?: SecretBox | undefined;
   registry: Registry;
   cmdb?: CmdbCache | undefined;
   logger: Logger;
@@ -63,9 +67,9 @@ export async function startDnsOnRedis(options: {
     connections.push(redis);
     return redis;
   };
-  // Beside a node (`up`), the node's store, whose schema the node checked; on its own, a connection of its own.
+  // Beside a node (`up`), the node's store, whose schema and secrets the node checked; on its own, a connection of its own.
   const own = options.store === undefined ? connect() : undefined;
-  const store = options.store ?? new RegsyncStore(own as Redis, prefix);
+  const store = options.store ?? new RegsyncStore(own as Redis, prefix, options.secrets);
   const subscriber = connect();
   const channel = redisKeys.controlChannel(prefix);
   try {
@@ -74,7 +78,10 @@ export async function startDnsOnRedis(options: {
     } catch (err) {
       throw new Error(`cannot reach Redis at ${maskedRedisUrl(options.redisUrl)} for the DNS interface: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
-    if (own) await ensureSchema(own, prefix, { logger: options.logger });
+    if (own) {
+      await ensureSchema(own, prefix, { logger: options.logger });
+      await prepareStoredSecrets(store, options.secrets ?? SecretBox.none, options.logger);
+    }
     const dns = await startDns({
       settings: options.settings,
       clusters: () => store.listClusters(),
@@ -130,6 +137,7 @@ export interface DnsCommandHandle {
  */
 export async function runDns(opts: DnsCommandOptions, logger: Logger): Promise<DnsCommandHandle> {
   const settings = dnsSettingsFrom(opts.dnsConfig, opts, opts.dnsSection);
+  const secrets = secretBoxOfCli(opts);
   const metricsListen = opts.metricsListen === undefined ? undefined : parseListen(opts.metricsListen, '--metrics-listen');
   const metricsToken = metricsTokenOf(opts.metricsTokenFile, opts.metricsTokenEnv);
   const cmdb = await startCmdbFromCli(opts, logger);
@@ -138,7 +146,7 @@ export async function runDns(opts: DnsCommandOptions, logger: Logger): Promise<D
   let dns: RunningDns | undefined;
   let metrics: MetricsServer | undefined;
   try {
-    dns = await startDnsOnRedis({ settings, redisUrl: opts.redis, prefix: opts.prefix, registry, cmdb: cmdb?.cache, logger });
+    dns = await startDnsOnRedis({ settings, redisUrl: opts.redis, prefix: opts.prefix, secrets, registry, cmdb: cmdb?.cache, logger });
     const running = dns;
     if (metricsListen) metrics = await startMetricsServer(registry, metricsListen, logger, { '/status': () => running.status() }, metricsToken);
   } catch (err) {

@@ -24,6 +24,8 @@ import {
 import { addCmdbOptions, startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { parsePort, parsePositiveInt } from './options.js';
 import { addRegistryOptions, closeOnSignal, parseGrpcPort, registryOptionsFrom, type RegistryCliOptions } from './registry-command.js';
+import { addSecretKeyOptions, secretBoxOfCli, type SecretKeyCliOptions } from './secret-key-options.js';
+import { addSecretsCommand } from './secrets-command.js';
 
 /** regsync's version from its package.json, from the build (dist/src/cli) or the sources (src/cli). */
 function version(): string {
@@ -38,9 +40,9 @@ function version(): string {
   return 'unknown';
 }
 
-/** `--shards`, `--replicas`, `--worker-id`, `--lease-ttl-ms` and the CMDB options of the commands that run a worker. */
+/** `--shards`, `--replicas`, `--worker-id`, `--lease-ttl-ms`, the CMDB and the secret key options of the commands that run a worker. */
 function addShardOptions(command: Command): Command {
-  return addCmdbOptions(command)
+  return addSecretKeyOptions(addCmdbOptions(command))
     .option('--shards <n>', 'shards of the deployment, fixed at its first start (default 8, or as stored)', parsePositiveInt)
     .option('--replicas <n>', 'workers serving each shard, fixed at first start (default 2, or as stored)', parsePositiveInt)
     .option('--worker-id <id>', 'this worker\'s id (default <hostname>-<pid>-<random>)')
@@ -131,22 +133,22 @@ export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined 
     stopOnSignal(close, logger);
   });
 
-  addApiSecurityOptions(
+  addSecretKeyOptions(addApiSecurityOptions(
     addProcessOptions(program.command('api'))
       .description('run the REST API only (no sync work); any number of them against one Redis')
       .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
       .requiredOption('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL),
-  )
-    .action(async (opts: { listen: string; redis: string } & ApiSecurityCliOptions & ProcessCliOptions) => {
+  ))
+    .action(async (opts: { listen: string; redis: string } & ApiSecurityCliOptions & ProcessCliOptions & SecretKeyCliOptions) => {
       const logger = createLogger(opts.logLevel);
       const listen = parseListen(opts.listen);
       const security = apiSecurityOf({ ...opts, apiTokensEnv: process.env.REGSYNC_API_TOKENS });
-      const node = await startNode({ redisUrl: opts.redis, roles: ['api'], listen, logger, prefix: opts.prefix, ...security });
+      const node = await startNode({ redisUrl: opts.redis, roles: ['api'], listen, logger, prefix: opts.prefix, ...security, secrets: secretBoxOfCli(opts) });
       process.stdout.write(`regsync api: REST API listening on ${node.url}\n`);
       stopOnSignal(() => node.close(), logger);
     });
 
-  addCmdbOptions(
+  addSecretKeyOptions(addCmdbOptions(
     addProcessOptions(program.command('dns'))
       .description('run the DNS interface: every service of the stored clusters, answered over UDP and TCP (same site first with a CMDB)')
       .requiredOption('--redis <url>', 'Redis of the deployment whose clusters are served (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL)
@@ -157,7 +159,7 @@ export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined 
       .option('--dns-config <file>', 'DNS settings file (YAML: zone, clusters, ttl, aliases, site, upstreams; see README); flags win over it')
       .option('--metrics-listen <host:port>', 'serve GET /metrics, /healthz and /status here (default: off)')
       .option('--metrics-token-file <file>', 'require this bearer token on /metrics and /status (also REGSYNC_METRICS_TOKEN; /healthz stays open)'),
-  ).action(async (opts: DnsCommandOptions & ProcessCliOptions) => {
+  )).action(async (opts: DnsCommandOptions & ProcessCliOptions) => {
     const logger = createLogger(opts.logLevel);
     const handle = await runDns({ ...opts, dnsSection: fromFile.dns, metricsTokenEnv: process.env.REGSYNC_METRICS_TOKEN }, logger);
     const metrics = handle.metrics ? `; metrics and status on ${handle.metrics.url}` : '';
@@ -175,6 +177,8 @@ export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined 
       const results = await applyDeclarations(opts.server, readDeclarations(opts.file), process.env.REGSYNC_API_TOKEN);
       for (const r of results) process.stdout.write(`${r.kind} ${r.id} ${r.action}\n`);
     });
+
+  addSecretsCommand(program, () => createLogger());
 
   program
     .command('demo')

@@ -7,6 +7,7 @@ import { loadApiTokens } from '../api/auth-config.js';
 import type { RunningCmdb } from '../cmdb/index.js';
 import { startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { metricsTokenOf, parseListen } from './options.js';
+import { secretBoxOfCli, type SecretKeyCliOptions } from './secret-key-options.js';
 
 export { parseListen } from './options.js';
 import { startLocalRedis, type LocalRedis } from './local-redis.js';
@@ -38,7 +39,7 @@ export interface UpDnsOptions {
 }
 
 /** Options every worker-running command takes. */
-export interface ShardOptions extends CmdbCliOptions {
+export interface ShardOptions extends CmdbCliOptions, SecretKeyCliOptions {
   /** The deployment's key prefix in Redis (default `regsync`). */
   prefix?: string | undefined;
   shards?: number | undefined;
@@ -111,6 +112,7 @@ export interface UpHandle {
 export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> {
   const listen = parseListen(opts.listen);
   const security = apiSecurityOf(opts);
+  const secrets = secretBoxOfCli(opts);
   const dnsSettings = opts.dnsListen !== undefined || opts.dnsConfig !== undefined
     ? dnsSettingsFrom(opts.dnsConfig, { listen: opts.dnsListen, zone: opts.dnsZone, clusters: opts.dnsClusters, upstream: opts.dnsUpstream }, opts.dnsSection)
     : undefined;
@@ -129,7 +131,7 @@ export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> 
     localRedis = redisUrl ? undefined : await startLocalRedis(opts.dataDir, logger, { fresh: opts.fresh });
     const url = redisUrl ?? (localRedis as LocalRedis).url;
     if (opts.fresh && redisUrl) await removePrefix(url, opts.prefix ?? 'regsync');
-    node = await startWorkerNode({ redisUrl: url, listen, ...security, dns: { status: () => dns?.status() } }, opts, cmdb, logger);
+    node = await startWorkerNode({ redisUrl: url, listen, ...security, secrets, dns: { status: () => dns?.status() } }, opts, cmdb, logger);
     if (dnsSettings) dns = await startDnsOnRedis({ settings: dnsSettings, redisUrl: url, prefix: opts.prefix, store: node.store, registry: node.metrics.registry, cmdb: cmdb?.cache, logger });
   } catch (err) {
     await node?.close();
@@ -179,10 +181,11 @@ export async function runWorker(
 ): Promise<{ node: RegsyncNode; close(): Promise<void> }> {
   const metricsListen = opts.metricsListen === undefined ? undefined : parseListen(opts.metricsListen, '--metrics-listen');
   const metricsToken = metricsTokenOf(opts.metricsTokenFile, opts.metricsTokenEnv);
+  const secrets = secretBoxOfCli(opts);
   const cmdb = await startCmdbFromCli(opts, logger);
   let node: RegsyncNode;
   try {
-    node = await startWorkerNode({ redisUrl: opts.redis, roles: ['worker'], metricsListen, metricsToken }, opts, cmdb, logger);
+    node = await startWorkerNode({ redisUrl: opts.redis, roles: ['worker'], metricsListen, metricsToken, secrets }, opts, cmdb, logger);
   } catch (err) {
     await cmdb?.close();
     throw err;
@@ -197,7 +200,7 @@ export async function runWorker(
 }
 
 function startWorkerNode(
-  base: Pick<NodeOptions, 'redisUrl' | 'listen' | 'roles' | 'metricsListen' | 'metricsToken' | 'apiTokens' | 'apiRateLimit' | 'apiTls' | 'dns'>,
+  base: Pick<NodeOptions, 'redisUrl' | 'listen' | 'roles' | 'metricsListen' | 'metricsToken' | 'apiTokens' | 'apiRateLimit' | 'apiTls' | 'dns' | 'secrets'>,
   opts: ShardOptions,
   cmdb: RunningCmdb | undefined,
   logger: Logger,

@@ -17,6 +17,7 @@ import type { CmdbCache } from '../cmdb/cache.js';
 import type { Connections } from './connections.js';
 import { redisKeys } from '../util/redis-keys.js';
 import type { TaskSpec } from '../model/types.js';
+import type { SecretBox } from '../secrets/secret-box.js';
 
 /** What {@link buildCore} takes from the process's settings. */
 export interface CoreSettings {
@@ -29,6 +30,8 @@ export interface CoreSettings {
   cmdb?: { cache: CmdbCache; describe: string } | undefined;
   /** The workers' lease TTL (default 5000): a lost shard's connection-bound sets stay published three times as long. */
   leaseTtlMs?: number | undefined;
+  /** Encrypts and decrypts the clusters' secrets in the store (default none: stored as given). */
+  secrets?: SecretBox | undefined;
 }
 
 /**
@@ -75,7 +78,7 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
   const redis = connections.store;
   const current = { deployment };
   const shardOfKey = (key: string): number => shardOf(key, current.deployment.shards);
-  const store = new RegsyncStore(redis, prefix);
+  const store = new RegsyncStore(redis, prefix, settings.secrets);
   const metrics = new RegsyncMetrics({ logger });
   const events = new TaskEventLog({ redis, prefix, logger, connect: () => connections.connect({ maxRetriesPerRequest: null }) });
   const observer = combineObservers(metrics, events.observer);

@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
 import { compareServiceKeys, type ClusterSpec, type HeldDeletion, type ServiceKey, type TaskOptions, type TaskSpec, type TaskState } from '../model/index.js';
 import { compareStrings, isClusterSpec, isGuardState, isServiceStatus, isTaskSpec, parseRecord } from './records.js';
-import { CREATE_TASKS, DELETE_TASK, PUT_CLUSTER, PUT_STATUS_IF_TASK, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
+import { CREATE_TASKS, DELETE_TASK, PUT_CLUSTER, PUT_STATUS_IF_TASK, REPLACE_CLUSTER_IF, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
+import { SecretBox, type SecretPlace } from '../secrets/secret-box.js';
 import type { GuardState, ServiceStatus, TaskProblem } from '../model/service-status.js';
 import { StoreError } from './store-error.js';
 import { evalScript } from '../util/redis-script.js';
@@ -45,19 +46,25 @@ const MAX_CAS_ATTEMPTS = 20;
  * what is stored). A value that is not the JSON record it should be is reported as a
  * {@link StoreError} naming its key, never skipped.
  *
+ * A cluster's secrets (its password) are encrypted on write and decrypted on read by the
+ * {@link SecretBox} given (AES-256-GCM envelopes `enc:v1:...`); nothing outside the store sees
+ * ciphertext. Without a key they are stored as given. {@link inspectSecrets} and
+ * {@link resealSecrets} serve the start-up check and `regsync secrets rotate`.
+ *
  * Deliberately left out: referential integrity between tasks and clusters (the API checks that a
- * task's clusters exist and that a deleted cluster is unused, non-atomically), secret encryption
- * (cluster passwords are stored as given; protect Redis), Redis Cluster hash tags, and change
- * notifications (callers tell the engine through `TaskControl`).
+ * task's clusters exist and that a deleted cluster is unused, non-atomically), Redis Cluster hash
+ * tags, and change notifications (callers tell the engine through `TaskControl`).
  */
 export class RegsyncStore {
   /**
    * @param redis a connected client; the store never closes it
    * @param prefix key prefix, so that several installations (or tests) can share one Redis
+   * @param secrets encrypts and decrypts cluster secrets; default none (stored as given)
    */
   constructor(
     private readonly redis: Redis,
     private readonly prefix = 'regsync',
+    private readonly secrets: SecretBox = SecretBox.none,
   ) {}
 
   // ---- clusters ----
@@ -67,7 +74,7 @@ export class RegsyncStore {
    * when the stored cluster equals `spec` already (same fields, options and labels in any key order).
    */
   async putCluster(spec: ClusterSpec): Promise<PutResult> {
-    const stored = storedCluster(spec);
+    const stored = this.sealCluster(storedCluster(spec));
     const key = this.clusterKey(stored.id);
     const reply = await evalScript(this.redis, PUT_CLUSTER, 2, key, this.clustersKey(), stored.id, canonicalJson(stored));
     if (reply === 'created' || reply === 'replaced' || reply === 'unchanged') return reply;
@@ -76,7 +83,7 @@ export class RegsyncStore {
 
   /** Creates a cluster unless one with the same id exists; atomic, so two creators cannot both win. */
   async createCluster(spec: ClusterSpec): Promise<'created' | 'exists'> {
-    const stored = storedCluster(spec);
+    const stored = this.sealCluster(storedCluster(spec));
     // SET NX decides; the SADD is a no-op when the id is already there (a record always has its index entry).
     const replies = checkExec(
       await this.redis
@@ -115,6 +122,55 @@ export class RegsyncStore {
       await this.redis.multi().del(this.clusterKey(id)).srem(this.clustersKey(), id).exec(),
     );
     return replies[0] === 1;
+  }
+
+  // ---- cluster secrets ----
+
+  /**
+   * Where every stored secret is and how: in clear, or under which key. Reads the records without
+   * decrypting anything, so it answers whatever keys this process has.
+   */
+  async inspectSecrets(): Promise<StoredSecret[]> {
+    const found: StoredSecret[] = [];
+    for (const { key, id, raw } of await this.rawClusters()) {
+      const spec = parseRecord(key, raw, 'cluster', isClusterSpec);
+      for (const [place, value] of secretsOf(id, spec)) found.push({ ...place, keyId: SecretBox.keyIdOf(value) });
+    }
+    return found;
+  }
+
+  /**
+   * Writes again, under the current key, every stored secret that is in clear (`clear`) or under
+   * another key too (`all`, a rotation). Each record is replaced only if unchanged since read, and
+   * read again when it was not, so concurrent writes and rotations are safe; a secret is decrypted
+   * with any key of the box. Throws when a secret needs a key the box lacks (nothing is written for
+   * that record) or when there is no current key.
+   */
+  async resealSecrets(scope: 'clear' | 'all'): Promise<{ resealed: SecretPlace[]; untouched: number }> {
+    if (this.secrets.keyId === undefined) throw new Error('no current secret key: nothing to encrypt with');
+    const stale = (value: string): boolean => (scope === 'all' ? this.secrets.needsReseal(value) : !SecretBox.isSealed(value));
+    const resealed: SecretPlace[] = [];
+    let untouched = 0;
+    for (const { key, id, raw: first } of await this.rawClusters()) {
+      let raw: string | null = first;
+      for (let attempt = 1; raw !== null; attempt += 1) {
+        const all = secretsOf(id, parseRecord(key, raw, 'cluster', isClusterSpec));
+        const places = all.filter(([, value]) => stale(value)).map(([place]) => place);
+        if (places.length === 0) {
+          untouched += all.length;
+          break;
+        }
+        const next = canonicalJson(this.sealCluster(this.parseCluster(key, id, raw)));
+        if ((await evalScript(this.redis, REPLACE_CLUSTER_IF, 1, key, raw, next)) === 1) {
+          resealed.push(...places);
+          untouched += all.length - places.length;
+          break;
+        }
+        if (attempt >= MAX_CAS_ATTEMPTS) throw new StoreError('write_conflict', key, `${key} kept changing; gave up encrypting its secrets after ${MAX_CAS_ATTEMPTS} attempts`);
+        raw = await this.redis.get(key);
+      }
+    }
+    return { resealed, untouched };
   }
 
   // ---- tasks ----
@@ -389,10 +445,26 @@ export class RegsyncStore {
     throw new StoreError('unexpected_reply', key, `writing ${key}: unexpected script reply ${JSON.stringify(reply)}`);
   }
 
+  /** A stored cluster, its secrets decrypted (a {@link SecretKeyError} when one needs a key the box lacks). */
   private parseCluster(key: string, id: string, raw: string): ClusterSpec {
     const spec = parseRecord(key, raw, 'cluster', isClusterSpec);
     if (spec.id !== id) throw new StoreError('corrupt_record', key, `${key} holds cluster ${JSON.stringify(spec.id)}`);
+    if (spec.password !== undefined) spec.password = this.secrets.open(spec.password, { cluster: id, field: 'password' });
     return spec;
+  }
+
+  /** The record to write for a cluster: its secrets sealed by the box. */
+  private sealCluster(spec: ClusterSpec): ClusterSpec {
+    return spec.password === undefined ? spec : { ...spec, password: this.secrets.seal(spec.password, { cluster: spec.id, field: 'password' }) };
+  }
+
+  /** Every cluster record as stored, by id. */
+  private async rawClusters(): Promise<Array<{ key: string; id: string; raw: string }>> {
+    const ids = (await this.redis.smembers(this.clustersKey())).sort(compareStrings);
+    if (ids.length === 0) return [];
+    const keys = ids.map((id) => this.clusterKey(id));
+    const raws = await this.redis.mget(keys);
+    return ids.flatMap((id, i) => (raws[i] == null ? [] : [{ key: keys[i] as string, id, raw: raws[i] as string }]));
   }
 
   private parseTask(key: string, id: string, raw: string): TaskSpec {
@@ -462,6 +534,16 @@ function checkExec(replies: [Error | null, unknown][] | null): unknown[] {
     if (error) throw error;
     return value;
   });
+}
+
+/** Where one stored secret is, and the id of the key it is encrypted with (undefined: in clear). */
+export interface StoredSecret extends SecretPlace {
+  keyId: string | undefined;
+}
+
+/** The secrets a cluster record carries, with their places: its password (the kinds declare no secret option). */
+function secretsOf(id: string, spec: ClusterSpec): Array<[SecretPlace, string]> {
+  return spec.password === undefined ? [] : [[{ cluster: id, field: 'password' }, spec.password]];
 }
 
 /** Only the fields of a ClusterSpec, in a fixed order: stray properties of the caller's object are not stored. */

@@ -128,3 +128,16 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('SET', KEYS[2], ARGV[2])
 return 1
 `;
+
+/**
+ * Replaces a cluster record only if it is still the one read (re-encrypting its secrets must not
+ * undo a write made meanwhile).
+ *
+ * KEYS: cluster record. ARGV: expected record, new record. Returns 1 when written, 0 when the
+ * record changed or is gone.
+ */
+export const REPLACE_CLUSTER_IF = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1
+`;
