@@ -312,6 +312,20 @@ describe('deploy/kubernetes: RBAC', () => {
     }
   });
 
+  it('the DNS interface runs `regsync dns` with flags regsync has, serves its Service port 53 and is probed on its metrics listener', () => {
+    const dns = buildKustomization(join(ROOT, 'components/dns'), 'Component');
+    const deployment = find(dns, 'Deployment', 'regsync-dns');
+    const c = container(deployment, 'dns');
+    const { command, opts } = parsedArgs(c);
+    expect(command).toBe('dns');
+    expect(portOf(c, c.livenessProbe?.httpGet?.port)).toBe(listenPort(opts.metricsListen));
+    const service = find(dns, 'Service', 'regsync-dns') as unknown as { spec: { ports: Array<{ port: number; protocol: string; targetPort: string }> } };
+    expect(service.spec.ports.map((p) => [p.port, p.protocol, portOf(c, p.targetPort)])).toEqual([
+      [53, 'UDP', listenPort(opts.listen)],
+      [53, 'TCP', listenPort(opts.listen)],
+    ]);
+  });
+
   it('the DNS interface reads only', () => {
     const dns = buildKustomization(join(ROOT, 'components/dns'), 'Component').map((p) => p.object);
     expect(rulesOf(dns, 'ClusterRole').flatMap((r) => r.verbs).sort()).toEqual(['list', 'list', 'watch', 'watch']);
