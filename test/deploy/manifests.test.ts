@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ApiTokensError, readApiTokensFile } from '../../src/api/auth-config.js';
 import { runWorker } from '../../src/cli/up-command.js';
 import { silentLogger } from '../../src/log.js';
@@ -387,6 +387,19 @@ describe('deploy/kubernetes: termination grace', () => {
   }
 
   const total = (bounds: Map<string, number>) => [...bounds.values()].reduce((a, b) => a + b, 0);
+  let probed: string[] = [];
+  beforeEach(() => {
+    probed = [];
+  });
+
+  /** The HTTP paths of a container's probes. */
+  const probePaths = (c: Container): string[] => [c.startupProbe, c.livenessProbe, c.readinessProbe].flatMap((p) => (p?.httpGet ? [p.httpGet.path] : []));
+
+  /** `path status` of a GET of each path. */
+  async function statuses(base: string | undefined, paths: string[]): Promise<string[]> {
+    if (base === undefined) throw new Error('the process serves no HTTP');
+    return Promise.all(paths.map(async (path) => `${path} ${(await fetch(`${base}${path}`)).status}`));
+  }
 
   it("the worker's grace outlasts its whole bounded stop, the shard handover first, CMDB included", async () => {
     const worker = find(buildKustomization(join(ROOT, 'base')), 'Deployment', 'regsync-worker');
@@ -395,7 +408,9 @@ describe('deploy/kubernetes: termination grace', () => {
     // The manifest's own command line, with a CMDB (one more stop step) and this test's Redis and port.
     const { opts } = parseRegsyncCommand([...(c.args ?? []), '--cmdb', join(REPO, 'tasks/demo-cmdb.yaml')], { REGSYNC_REDIS_URL: redis.url });
     const bounds = await stopBounds(async () => {
-      const { close } = await runWorker({ ...(opts as { redis: string }), redis: redis.url, metricsListen: '127.0.0.1:0' }, silentLogger());
+      const { node, close } = await runWorker({ ...(opts as { redis: string }), redis: redis.url, metricsListen: '127.0.0.1:0' }, silentLogger());
+      // What the probes ask for answers on the worker's metrics listener.
+      probed.push(...(await statuses(node.metricsUrl, probePaths(c))));
       return close;
     });
     expect([...bounds.keys()]).toEqual(expect.arrayContaining(['leases', 'engine', 'shard workers', 'metrics listener', 'connections', 'CMDB changes']));
@@ -405,6 +420,7 @@ describe('deploy/kubernetes: termination grace', () => {
     expect(documented, 'the sum written in base/worker.yaml').not.toBeNull();
     expect(total(bounds)).toBe(Number(documented?.[1]) * 1000);
     expect(total(bounds)).toBeLessThan(graceMs);
+    expect(probed).toEqual(['/healthz 200', '/healthz 200', '/healthz 200']);
   });
 
   it("the API's grace outlasts its preStop pause and its whole bounded stop", async () => {
@@ -415,9 +431,11 @@ describe('deploy/kubernetes: termination grace', () => {
     expect(preStop?.[0]).toBe('sleep');
     const bounds = await stopBounds(async () => {
       const node = await startNode({ redisUrl: redis.url, roles: ['api'], listen: { host: '127.0.0.1', port: 0 }, logger: silentLogger() });
+      probed.push(...(await statuses(node.url, probePaths(c))));
       return () => node.close();
     });
     expect([...bounds.keys()]).toContain('api');
+    expect(probed).toEqual(['/healthz 200', '/readyz 200']);
     expect(Number(preStop?.[1]) * 1000 + total(bounds)).toBeLessThan(graceMs);
   });
 });
