@@ -7,6 +7,7 @@ import { silentLogger } from '../../src/log.js';
 import { startNode, type RegsyncNode } from '../../src/node.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 import { readYamlDocuments } from './kube-manifests.js';
+import { dockerfile } from './dockerfile.js';
 import { parseRegsyncCommand } from './regsync-command.js';
 
 /**
@@ -148,30 +149,6 @@ describe('docker-compose.yml', () => {
   });
 });
 
-interface Dockerfile {
-  stages: Array<{ from: string; as: string | undefined; lines: string[] }>;
-  cmd: string[];
-  entrypoint: string[];
-}
-
-/** The Dockerfile's stages (instructions joined across `\` continuations, comments left out) and its final CMD and ENTRYPOINT. */
-function dockerfile(): Dockerfile {
-  const text = readFileSync(join(REPO, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
-  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
-  const stages: Dockerfile['stages'] = [];
-  for (const line of lines) {
-    const from = /^FROM\s+(\S+)(?:\s+AS\s+(\S+))?$/i.exec(line);
-    if (from) stages.push({ from: from[1] ?? '', as: from[2], lines: [] });
-    else stages.at(-1)?.lines.push(line);
-  }
-  const last = stages.at(-1)?.lines ?? [];
-  const json = (op: string): string[] => {
-    const line = [...last].reverse().find((l) => l.startsWith(`${op} `));
-    return line === undefined ? [] : (JSON.parse(line.slice(op.length + 1)) as string[]);
-  };
-  return { stages, cmd: json('CMD'), entrypoint: json('ENTRYPOINT') };
-}
-
 describe('Dockerfile', () => {
   const df = dockerfile();
   const final = df.stages.at(-1);
@@ -198,9 +175,8 @@ describe('Dockerfile', () => {
   });
 
   it('copies into the image what the command reads at run time, from the build stage', () => {
-    const copied = (final?.lines ?? []).filter((l) => l.startsWith('COPY ')).map((l) => l.split(/\s+/).at(-2));
     // bin/ loads dist/; the version comes from package.json; `regsync demo` reads tasks/.
-    expect(copied.sort()).toEqual(['/app/bin', '/app/dist', '/app/node_modules', '/app/package.json', '/app/tasks']);
+    expect([...df.copiedFromBuild].sort()).toEqual(['/app/bin', '/app/dist', '/app/node_modules', '/app/package.json', '/app/tasks']);
     const build = df.stages[0]?.lines ?? [];
     expect(build.some((l) => /npm prune --omit=dev/.test(l))).toBe(true);
   });
