@@ -162,6 +162,13 @@ describe('deploy/kubernetes: kustomizations', () => {
     expect(service.spec.ports.map((p) => p.port)).toContain(Number(m?.[2]));
     const script = readFileSync(join(ROOT, 'components/redis-sentinel/redis-ha.sh'), 'utf8');
     expect(script).toContain(`MASTER_NAME:=${m?.[3]}`);
+    // Redis has no password: its NetworkPolicy must still admit every pod that uses it, and Redis's own pods.
+    const policy = find(inCluster, 'NetworkPolicy', 'redis') as unknown as { spec: { podSelector: { matchLabels: Record<string, string> }; ingress: Array<{ from: Array<{ podSelector: { matchLabels: Record<string, string> } }> }> } };
+    const admitted = (labels: Record<string, string> | undefined) => policy.spec.ingress.some((rule) => rule.from.some((f) => selects(f.podSelector.matchLabels, labels)));
+    expect(selects(policy.spec.podSelector.matchLabels, podTemplateOf(redis)?.metadata.labels)).toBe(true);
+    const users = inCluster.map((p) => p.object).filter((o) => containersOf(o).some((c) => c.env?.some((e) => e.valueFrom?.secretKeyRef?.name === 'regsync-redis')));
+    expect(users.map((o) => o.metadata.name).sort()).toEqual(['regsync-api', 'regsync-worker']);
+    for (const o of [...users, redis]) expect(admitted(podTemplateOf(o)?.metadata.labels), o.metadata.name).toBe(true);
   });
 });
 
