@@ -11,6 +11,7 @@ import type { SyncEngine } from './engine/sync-engine.js';
 import { startMetricsServer, type RegsyncMetrics, type TaskEventLog } from './metrics/index.js';
 import { startApiRole, type ApiRole } from './node/api-role.js';
 import { Connections } from './node/connections.js';
+import type { RedisClientSettings } from './node/redis-target.js';
 import { buildCore } from './node/core.js';
 import { Lifecycle } from './node/lifecycle.js';
 import { startWorkerRole } from './node/worker-role.js';
@@ -22,7 +23,15 @@ export type NodeRole = 'api' | 'worker';
 
 /** Settings of one regsync process. */
 export interface NodeOptions {
+  /** `redis://`, `rediss://`, `redis+sentinel://` or `rediss+sentinel://` (see `parseRedisUrl`). */
   redisUrl: string;
+  /** TLS files and the start bound of every Redis connection (see `RedisClientSettings`). */
+  redis?: RedisClientSettings | undefined;
+  /**
+   * How long a leader keeps beating its copies after its lease's local deadline passed while Redis
+   * did not answer (a failover, a restart), ms; default three lease TTLs. See `LeaseManagerOptions.graceMs`.
+   */
+  redisGraceMs?: number | undefined;
   /** Default both: `regsync up`. `regsync worker` runs only `worker`, `regsync api` only `api`. */
   roles?: readonly NodeRole[];
   /** Where the REST API listens (role `api`). */
@@ -105,9 +114,10 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
   const { logger } = options;
   const roles = new Set(options.roles ?? ['api', 'worker']);
   const lifecycle = new Lifecycle(logger.child({ component: 'node' }));
-  const connections = new Connections(options.redisUrl, logger);
+  const connections = new Connections(options.redisUrl, logger, options.redis);
   lifecycle.defer('connections', () => connections.close());
   try {
+    await connections.ready();
     const deployment = await readOrEnsureDeployment(connections, prefix, roles.has('worker'), options);
     const core = buildCore({ ...options, prefix }, connections, deployment);
     // Bound before this process joins anything: an address in use stops it with little to undo.

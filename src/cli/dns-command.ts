@@ -1,4 +1,7 @@
 import { Redis } from 'ioredis';
+import { waitForRedis } from '../node/redis-ready.js';
+import { DEFAULT_REDIS_CONNECT_TIMEOUT_MS, parseRedisUrl, redisOptions, type RedisClientSettings } from '../node/redis-target.js';
+import { redisSettingsOf, type RedisCommandOptions } from './redis-options.js';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { kindNamed } from '../../adapters/kinds.js';
@@ -14,7 +17,7 @@ import { startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { parseListen } from './options.js';
 
 /** `regsync dns` options as commander hands them over. */
-export interface DnsCommandOptions extends CmdbCliOptions, DnsFlagSettings {
+export interface DnsCommandOptions extends CmdbCliOptions, DnsFlagSettings, RedisCommandOptions {
   redis: string;
   /** `--config`: the DNS settings file. */
   config?: string | undefined;
@@ -42,6 +45,8 @@ export function dnsAdapterFor(logger: Logger): (spec: ClusterSpec) => RegistryAd
 export async function startDnsOnRedis(options: {
   settings: DnsSettings;
   redisUrl: string;
+  /** TLS files and the start bound of the connections (see `RedisClientSettings`). */
+  redis?: RedisClientSettings | undefined;
   prefix?: string | undefined;
   store?: RegsyncStore | undefined;
   registry: Registry;
@@ -49,10 +54,11 @@ export async function startDnsOnRedis(options: {
   logger: Logger;
 }): Promise<RunningDns> {
   const prefix = options.prefix ?? 'regsync';
+  const target = parseRedisUrl(options.redisUrl);
   const connections: Redis[] = [];
   const connect = () => {
-    const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
-    redis.on('error', (err) => options.logger.warn({ err }, 'redis connection error (DNS)'));
+    const redis = new Redis(redisOptions(target, options.redis ?? {}, { maxRetriesPerRequest: 3 }));
+    redis.on('error', (err) => options.logger.warn({ err, redis: target.masked }, 'redis connection error (DNS)'));
     connections.push(redis);
     return redis;
   };
@@ -60,11 +66,8 @@ export async function startDnsOnRedis(options: {
   const subscriber = connect();
   const channel = redisKeys.controlChannel(prefix);
   try {
-    try {
-      await subscriber.subscribe(channel);
-    } catch (err) {
-      throw new Error(`cannot reach Redis at ${maskedRedisUrl(options.redisUrl)} for the DNS interface: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-    }
+    await waitForRedis(subscriber, target, options.redis?.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS);
+    await subscriber.subscribe(channel);
     const dns = await startDns({
       settings: options.settings,
       clusters: () => store.listClusters(),
@@ -127,7 +130,7 @@ export async function runDns(opts: DnsCommandOptions, logger: Logger): Promise<D
   let dns: RunningDns | undefined;
   let metrics: MetricsServer | undefined;
   try {
-    dns = await startDnsOnRedis({ settings, redisUrl: opts.redis, registry, cmdb: cmdb?.cache, logger });
+    dns = await startDnsOnRedis({ settings, redisUrl: opts.redis, redis: redisSettingsOf(opts).redis, registry, cmdb: cmdb?.cache, logger });
     const running = dns;
     if (metricsListen) metrics = await startMetricsServer(registry, metricsListen, logger, { '/status': () => running.status() });
   } catch (err) {
@@ -145,15 +148,4 @@ export async function runDns(opts: DnsCommandOptions, logger: Logger): Promise<D
       await cmdb?.close();
     },
   };
-}
-
-/** The Redis URL without its password, for messages. */
-function maskedRedisUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.toString();
-  } catch {
-    return 'the given URL';
-  }
 }

@@ -20,6 +20,7 @@ import {
 } from './up-command.js';
 import { addCmdbOptions, startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { parsePort, parsePositiveInt } from './options.js';
+import { addRedisOptions, redisSettingsOf, type RedisCommandOptions } from './redis-options.js';
 import { addRegistryOptions, closeOnSignal, parseGrpcPort, registryOptionsFrom, type RegistryCliOptions } from './registry-command.js';
 
 function version(): string {
@@ -81,8 +82,7 @@ export function buildProgram(): Command {
 
   addShardOptions(
     addApiSecurityOptions(
-      program
-        .command('up')
+      addRedisOptions(program.command('up'), true)
         .description('run the REST API and a sync worker in one process')
         .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
         .option('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL); without it a local redis-server is started')
@@ -102,8 +102,7 @@ export function buildProgram(): Command {
   });
 
   addShardOptions(
-    program
-      .command('worker')
+    addRedisOptions(program.command('worker'), true)
       .description('run a sync worker (no HTTP): serves and leads shards of the deployment in Redis')
       .requiredOption('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL)
       .option('--metrics-listen <host:port>', 'serve Prometheus metrics (GET /metrics) and GET /healthz here (default: off)'),
@@ -116,24 +115,22 @@ export function buildProgram(): Command {
   });
 
   addApiSecurityOptions(
-    program
-      .command('api')
+    addRedisOptions(program.command('api'))
       .description('run the REST API only (no sync work); any number of them against one Redis')
       .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
       .requiredOption('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL),
   )
-    .action(async (opts: { listen: string; redis: string } & ApiSecurityCliOptions) => {
+    .action(async (opts: { listen: string; redis: string } & ApiSecurityCliOptions & RedisCommandOptions) => {
       const logger = createLogger();
       const listen = parseListen(opts.listen);
       const security = apiSecurityOf({ ...opts, apiTokensEnv: process.env.REGSYNC_API_TOKENS });
-      const node = await startNode({ redisUrl: opts.redis, roles: ['api'], listen, logger, ...security });
+      const node = await startNode({ redisUrl: opts.redis, roles: ['api'], listen, logger, ...security, ...redisSettingsOf(opts) });
       process.stdout.write(`regsync api: REST API listening on ${node.url}\n`);
       stopOnSignal(() => node.close(), logger);
     });
 
   addCmdbOptions(
-    program
-      .command('dns')
+    addRedisOptions(program.command('dns'))
       .description('run the DNS interface: every service of the stored clusters, answered over UDP and TCP (same site first with a CMDB)')
       .requiredOption('--redis <url>', 'Redis of the deployment whose clusters are served (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL)
       .option('--listen <host:port>', 'where to answer, UDP and TCP (default 127.0.0.1:5353)')

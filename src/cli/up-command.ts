@@ -11,6 +11,7 @@ import { startLocalRedis, type LocalRedis } from './local-redis.js';
 import { dnsSettingsFrom, startDnsOnRedis } from './dns-command.js';
 import type { RunningDns } from '../dns/dns-service.js';
 import type { DnsSettings } from '../dns/dns-config.js';
+import { redisSettingsOf, type RedisCommandOptions } from './redis-options.js';
 
 export interface UpOptions extends ShardOptions, ApiSecurityCliOptions, UpDnsOptions {
   listen: string;
@@ -30,7 +31,7 @@ export interface UpDnsOptions {
 }
 
 /** Options every worker-running command takes. */
-export interface ShardOptions extends CmdbCliOptions {
+export interface ShardOptions extends CmdbCliOptions, RedisCommandOptions {
   shards?: number | undefined;
   replicas?: number | undefined;
   workerId?: string | undefined;
@@ -89,6 +90,7 @@ export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> 
     throw new Error('--dns-zone, --dns-clusters and --dns-upstream need a DNS server: add --dns-listen <host:port> or --dns-config <file>');
   }
   const redisUrl = opts.redis ?? (process.env.REGSYNC_REDIS_URL || undefined);
+  const redis = redisSettingsOf(opts);
   const cmdb = await startCmdbFromCli(opts, logger);
   let localRedis: LocalRedis | undefined;
   let node: RegsyncNode | undefined;
@@ -96,8 +98,8 @@ export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> 
   try {
     localRedis = redisUrl ? undefined : await startLocalRedis(opts.dataDir, logger);
     const url = redisUrl ?? (localRedis as LocalRedis).url;
-    node = await startWorkerNode({ redisUrl: url, listen, ...security, dns: { status: () => dns?.status() } }, opts, cmdb, logger);
-    if (dnsSettings) dns = await startDnsOnRedis({ settings: dnsSettings, redisUrl: url, store: node.store, registry: node.metrics.registry, cmdb: cmdb?.cache, logger });
+    node = await startWorkerNode({ redisUrl: url, listen, ...security, ...redis, dns: { status: () => dns?.status() } }, opts, cmdb, logger);
+    if (dnsSettings) dns = await startDnsOnRedis({ settings: dnsSettings, redisUrl: url, redis: redis.redis, store: node.store, registry: node.metrics.registry, cmdb: cmdb?.cache, logger });
   } catch (err) {
     await node?.close();
     await localRedis?.stop();
@@ -130,7 +132,7 @@ export async function runWorker(
   const cmdb = await startCmdbFromCli(opts, logger);
   let node: RegsyncNode;
   try {
-    node = await startWorkerNode({ redisUrl: opts.redis, roles: ['worker'], metricsListen }, opts, cmdb, logger);
+    node = await startWorkerNode({ redisUrl: opts.redis, roles: ['worker'], metricsListen, ...redisSettingsOf(opts) }, opts, cmdb, logger);
   } catch (err) {
     await cmdb?.close();
     throw err;
@@ -145,7 +147,7 @@ export async function runWorker(
 }
 
 function startWorkerNode(
-  base: Pick<NodeOptions, 'redisUrl' | 'listen' | 'roles' | 'metricsListen' | 'apiTokens' | 'apiRateLimit' | 'dns'>,
+  base: Pick<NodeOptions, 'redisUrl' | 'redis' | 'redisGraceMs' | 'listen' | 'roles' | 'metricsListen' | 'apiTokens' | 'apiRateLimit' | 'dns'>,
   opts: ShardOptions,
   cmdb: RunningCmdb | undefined,
   logger: Logger,
