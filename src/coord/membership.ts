@@ -90,6 +90,10 @@ export class Membership extends EventEmitter<{ change: [ids: string[]] }> {
   private polling: Promise<string[]> | undefined;
   private pollAgain = false;
   private beating = false;
+  /** Redis is back (a failover, a restart): beat at once, so the others see this worker alive before they re-assign its shards. */
+  private readonly onReady = (): void => {
+    if (this.state === 'joined') void this.beat();
+  };
   private readonly onMessage = (channel: string): void => {
     if (channel === this.channel) void this.refresh().catch(() => undefined);
   };
@@ -120,6 +124,7 @@ export class Membership extends EventEmitter<{ change: [ids: string[]] }> {
     if (this.state !== 'new') return;
     this.state = 'joined';
     this.subscriber.on('message', this.onMessage);
+    this.redis.on('ready', this.onReady);
     await this.subscriber.subscribe(this.channel);
     await this.heartbeat(true);
     this.timer = setInterval(() => void this.beat(), Math.max(10, Math.floor(this.ttlMs / 3)));
@@ -176,6 +181,7 @@ export class Membership extends EventEmitter<{ change: [ids: string[]] }> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     this.subscriber.off('message', this.onMessage);
+    this.redis.off('ready', this.onReady);
     if (this.ownsSubscriber) this.subscriber.disconnect();
     else void this.subscriber.unsubscribe(this.channel).catch(() => undefined);
   }

@@ -163,6 +163,15 @@ export class ShardCoordinator extends EventEmitter<{
     return this.led.has(shard) && this.leases.isValid(shard);
   }
 
+  /**
+   * Whether this worker keeps the shard's copies alive: it leads the shard ({@link isLeading}), or
+   * its lease's deadline passed within the lease grace while Redis did not answer (see
+   * `LeaseManagerOptions.graceMs`). The test before beats and retains; no Redis call.
+   */
+  keepsAlive(shard: number): boolean {
+    return this.led.has(shard) && this.leases.keepsAlive(shard);
+  }
+
   /** Every shard's leader (from Redis, now) and replicas (from the live workers as last seen). */
   async snapshot(): Promise<ShardSnapshot[]> {
     const leases = await this.leases.readAll(this.deployment.shards);
@@ -274,6 +283,8 @@ export interface CreateShardCoordinatorOptions extends Omit<MembershipOptions, '
   replicas?: number;
   membershipTtlMs?: number;
   leaseTtlMs?: number;
+  /** See `LeaseManagerOptions.graceMs`; default 0. */
+  leaseGraceMs?: number;
   tickMs?: number;
   logger?: Logger;
 }
@@ -283,9 +294,9 @@ export interface CreateShardCoordinatorOptions extends Omit<MembershipOptions, '
  * it. Not started: attach the listeners, then call {@link ShardCoordinator.start}.
  */
 export async function createShardCoordinator(opts: CreateShardCoordinatorOptions): Promise<ShardCoordinator> {
-  const { shards, replicas, membershipTtlMs, leaseTtlMs, tickMs, logger, ...member } = opts;
+  const { shards, replicas, membershipTtlMs, leaseTtlMs, leaseGraceMs, tickMs, logger, ...member } = opts;
   const deployment = await ensureDeployment(opts.redis, opts.prefix, { shards, replicas });
   const membership = new Membership({ ...member, ttlMs: membershipTtlMs, logger });
-  const leases = new LeaseManager({ redis: opts.redis, prefix: opts.prefix, owner: membership.id, ttlMs: leaseTtlMs, logger });
+  const leases = new LeaseManager({ redis: opts.redis, prefix: opts.prefix, owner: membership.id, ttlMs: leaseTtlMs, graceMs: leaseGraceMs, logger });
   return new ShardCoordinator({ membership, leases, deployment, tickMs, logger });
 }
