@@ -157,6 +157,10 @@ export class LeaseManager extends EventEmitter<{ lost: [shard: number, token: nu
   private readonly logger: Logger;
   private readonly held = new Map<number, HeldLease>();
   private halted = false;
+  /** Whether the connection was ready once: a later `ready` is a reconnection. */
+  private wasReady: boolean;
+  /** performance.now() of the last reconnection; -Infinity before any. */
+  private reconnectedAt = Number.NEGATIVE_INFINITY;
 
   constructor(opts: LeaseManagerOptions) {
     super();
@@ -172,13 +176,26 @@ export class LeaseManager extends EventEmitter<{ lost: [shard: number, token: nu
     this.graceMs = opts.graceMs ?? 0;
     if (!Number.isInteger(this.graceMs) || this.graceMs < 0) throw new RangeError(`graceMs must be a whole number of ms, got ${this.graceMs}`);
     this.logger = (opts.logger ?? silentLogger()).child({ component: 'lease', owner: this.owner });
+    this.wasReady = this.redis.status === 'ready';
     // Redis is back (a failover, a restart): renew at once, before another worker finds a lease free.
     this.redis.on('ready', this.onReady);
   }
 
   private readonly onReady = (): void => {
+    if (this.wasReady) this.reconnectedAt = performance.now();
+    this.wasReady = true;
     for (const shard of this.held.keys()) void this.renew(shard);
   };
+
+  /**
+   * True for one lease TTL after the connection came back from an outage. Every worker was cut off
+   * alike, and the holders of leases that ran out meanwhile take them back as they reconnect
+   * (RENEW_LEASE); a worker that reconnected first must not take them meanwhile (see
+   * `ShardCoordinator`), or leadership would move twice for nothing.
+   */
+  justReconnected(): boolean {
+    return performance.now() - this.reconnectedAt < this.ttlMs;
+  }
 
   /** Takes the shard's lease if it is free and answers its token; undefined when someone holds it. */
   async acquire(shard: number): Promise<number | undefined> {

@@ -45,6 +45,9 @@ export interface ShardCoordinatorOptions {
  * - releases a lease where it is no longer a replica (a worker joined), or where a better-ranked live
  *   replica exists (handover to the preferred one). It does not take back a shard it handed over for one
  *   lease TTL, so that a slow preferred replica cannot make the lease flap.
+ * - acquires nothing for one lease TTL after its connection came back from an outage (a failover):
+ *   the holders whose leases ran out meanwhile take them back as they reconnect, and leadership
+ *   goes on where it was.
  *
  * Leading is only as good as {@link LeaseManager.isValid}: ask {@link isLeading} right before every
  * leader-only action (a beat, a retain, taking over a live set), not once for a batch of them; it
@@ -203,7 +206,10 @@ export class ShardCoordinator extends EventEmitter<{
   }
 
   private async evaluateOnce(): Promise<void> {
-    const ids = this.membership.liveIds();
+    // This worker is alive whatever the list says: its record may have run out during an outage and
+    // not be written again yet, and it must not hand its shards over for that.
+    const live = this.membership.liveIds();
+    const ids = live.includes(this.id) ? live : [...live, this.id].sort();
     const leases = await this.leases.readAll(this.deployment.shards);
     if (this.state !== 'running') return;
     const served = new Set<number>();
@@ -239,7 +245,7 @@ export class ShardCoordinator extends EventEmitter<{
       }
       return;
     }
-    if (lease || rank < 0) {
+    if (lease || rank < 0 || this.leases.justReconnected()) {
       this.seenFree.delete(shard);
       return;
     }

@@ -162,7 +162,8 @@ export function maskRedisUrl(url: string): string {
 /**
  * The ioredis options of one connection to `target`: a single node or a Sentinel-watched master
  * (which ioredis resolves again after every disconnect, so a failover only costs a reconnect), TLS
- * from `settings`, and a reconnect on `READONLY` (a connection left on a demoted master).
+ * from `settings`, a reconnect on `READONLY` (a connection left on a demoted master), and reconnect
+ * attempts at least every 500 ms.
  * `connectTimeout` is half the start bound, so that a TLS handshake nobody answers (a plain Redis
  * behind `rediss://`) fails within it.
  */
@@ -176,6 +177,8 @@ export function redisOptions(target: RedisTarget, settings: RedisClientSettings,
     db: target.db,
     connectTimeout: Math.max(200, Math.floor(bound / 2)),
     reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),
+    // Back within half a second of Redis (or a new primary) answering, whatever the outage's length.
+    retryStrategy: (times: number) => Math.min(times * 50, 500),
   };
   if (target.sentinel) {
     const { sentinel } = target;
