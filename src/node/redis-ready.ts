@@ -35,7 +35,8 @@ export function waitForRedis(redis: Redis, target: RedisTarget, timeoutMs: numbe
       if (last.failure === 'auth' || last.failure === 'tls' || last.failure === 'no-master') fail(last.failure, last.detail, err);
     };
     const onSentinelError = (err: Error): void => {
-      if (/invalid reply: null/.test(err.message) && target.sentinel) {
+      // Older sentinels answer nil, newer ones "ERR No such master with that name".
+      if (/invalid reply: null|No such master with that name/.test(err.message) && target.sentinel) {
         noMaster = `the sentinels (${hostList(target)}) know no master named ${JSON.stringify(target.sentinel.masterName)}`;
       }
     };
