@@ -45,6 +45,8 @@ export class Leadership {
   }
 
   readonly leads = (shard: number): boolean => this.coordinator?.keepsAlive(shard) ?? false;
+  /** Whether the shard's lease is valid by its local deadline (no grace): for registering lost copies again. */
+  readonly holdsLease = (shard: number): boolean => this.coordinator?.isLeading(shard) ?? false;
   readonly soleReplica = (shard: number): boolean => this.coordinator?.soleReplica(shard) ?? false;
 }
 
@@ -85,7 +87,7 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
   metrics.watchConnections(() => adapters.built());
   const leadership = new Leadership();
   // Checked at every beat: a leader past its lease's local deadline (and grace) sends none, even before it hears so.
-  const heartbeats = new HeartbeatScheduler({ logger, observer, mayBeat: (key) => leadership.leads(shardOfKey(key)) });
+  const heartbeats = new HeartbeatScheduler({ logger, observer, mayBeat: (key) => leadership.leads(shardOfKey(key)), mayRegister: (key) => leadership.holdsLease(shardOfKey(key)) });
   const queues = new ShardQueues({ connection: connections.queue, prefix: redisKeys.queues(prefix), changeDelayMs: settings.changeDelayMs }, shardOfKey);
   const liveSets = new LiveSets(redis, prefix);
   // A replacement for a dead worker may be given shards before the dead one's membership lapses (a lease TTL).
