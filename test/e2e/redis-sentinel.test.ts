@@ -58,7 +58,7 @@ describe('Redis Sentinel: kill -9 of the primary under steady sync', () => {
       logger: testLogger(),
       shards: SHARDS,
       replicas: 2,
-      leaseTtlMs: 1_000,
+      leaseTtlMs: 2_000,
       redisGraceMs: 20_000,
       confirmEmptyMs: 1_000,
     };
