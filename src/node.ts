@@ -105,6 +105,10 @@ export interface RegsyncNode {
  * leads watches the sources, beats the copies and runs the full syncs. Role `api`: the REST API,
  * which stores every change and tells every process over Redis (see `ControlBus`).
  *
+ * Redis is one node, or the master Sentinel names (see `parseRedisUrl`), over TLS where asked; the
+ * first connections must be ready within `redis.connectTimeoutMs` (5 s), else it rejects with a
+ * `RedisUnreachableError` saying what failed (a bad URL: `RedisConfigError`).
+ *
  * One lifecycle: connections, the deployment, the metrics listener, the shared parts (adapters,
  * queues, engine), the worker role, the API role, each started in that order and stopped in
  * reverse, every stop bounded; a part that fails to start stops what started before it.
