@@ -62,7 +62,9 @@ function describe(err: Error, target: RedisTarget): { failure: RedisFailure; det
     return { failure: 'tls', detail: `TLS handshake not answered (${message}); is ${hostList(target)} a TLS port?` };
   }
   if (message.startsWith('All sentinels are unreachable')) {
-    return { failure: 'no-sentinel', detail: `no sentinel answered (${hostList(target)})${lastError(message)}` };
+    // ioredis reports a failed TLS handshake with a sentinel as a closed connection only.
+    const tlsHint = target.sentinel?.tls ? '; the sentinels are asked over TLS: check --redis-ca, or add ?sentinelTls=false if they speak plain' : '';
+    return { failure: 'no-sentinel', detail: `no sentinel answered (${hostList(target)})${lastError(message)}${tlsHint}` };
   }
   if (code === 'ECONNREFUSED') return { failure: 'refused', detail: `connection refused (${message})` };
   if (code === 'ETIMEDOUT') return { failure: 'timeout', detail: `connect timed out (${message})` };

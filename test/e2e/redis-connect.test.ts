@@ -7,6 +7,7 @@ import { redisClientSettings } from '../../src/node/redis-target.js';
 import { startNode, type NodeOptions, type RegsyncNode } from '../../src/node.js';
 import { freePort } from '../support/ports.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
+import { startRedisSentinel } from '../support/redis-sentinel.js';
 import { startTlsRedis, type TlsRedis } from '../support/redis-tls.js';
 import { runRegsync } from '../support/regsync-process.js';
 import { findExecutable, makeTempDir, ManagedProcess, removeTempDir, waitForReady } from '../support/server-process.js';
@@ -83,6 +84,23 @@ describe('Redis over TLS', () => {
     const err = await startFails({ redisUrl: tls.url.replace('rediss://', 'redis://'), redis: { connectTimeoutMs: 2_000 } });
     expect(err.message).toMatch(/^cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+: /);
   });
+});
+
+describe('Redis Sentinel over TLS', () => {
+  it('works end to end with rediss+sentinel:// and the CA: sentinels and data nodes over TLS', async () => {
+    const set = await startRedisSentinel({ tls: true });
+    try {
+      expect(set.url).toMatch(/^rediss\+sentinel:\/\//);
+      await storesACluster({ redisUrl: set.url, redis: redisClientSettings({ redisCa: set.certs?.ca }), prefix: 'sentinel-tls' });
+      const err = await startFails({ redisUrl: set.url, redis: { connectTimeoutMs: 2_000 } });
+      // ioredis tells a failed TLS handshake with a sentinel only as a closed connection.
+      expect(err.failure).toBe('no-sentinel');
+      expect(err.message).toContain('the sentinels are asked over TLS: check --redis-ca');
+      expect(err.message).toMatch(/^cannot reach Redis at rediss\+sentinel:\/\/127\.0\.0\.1:\d+,/);
+    } finally {
+      await set.cleanup();
+    }
+  }, 60_000);
 });
 
 describe('Redis ACL users', () => {

@@ -1,7 +1,8 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from './ports.js';
+import { makeCertificates, type TestCertificates } from './redis-tls.js';
 import { findExecutable, makeTempDir, ManagedProcess, removeTempDir, waitForReady } from './server-process.js';
 import { waitUntil } from './wait-until.js';
 
@@ -11,6 +12,8 @@ export interface StartRedisSentinelOptions {
   masterName?: string;
   /** How long the sentinels wait before they call the primary down, ms; default 1000. */
   downAfterMs?: number;
+  /** Everything over TLS only (data nodes, replication, sentinels), with certificates made in the set's dir. */
+  tls?: boolean;
 }
 
 /** One redis-server (data node) of the set. */
@@ -25,12 +28,14 @@ export interface SentinelDataNode {
  * A primary, a replica and three sentinels (Debian's `redis-sentinel`, quorum 2) on 127.0.0.1 with
  * free ports and configs in one temp dir, for one test file.
  *
- * Deliberately left out: passwords and TLS; restarting a killed node (the test of a failover needs
+ * Deliberately left out: passwords; restarting a killed node (the test of a failover needs
  * only the kill).
  */
 export interface RedisSentinelSet {
-  /** `redis+sentinel://127.0.0.1:<s1>,127.0.0.1:<s2>,127.0.0.1:<s3>/<master>`. */
+  /** `redis+sentinel://127.0.0.1:<s1>,127.0.0.1:<s2>,127.0.0.1:<s3>/<master>` (`rediss+sentinel://` with TLS). */
   readonly url: string;
+  /** The certificates, with `tls`. */
+  readonly certs: TestCertificates | undefined;
   readonly masterName: string;
   readonly sentinelPorts: readonly number[];
   /** The two data nodes, the first one the primary at start. */
@@ -58,7 +63,8 @@ export async function startRedisSentinel(opts: StartRedisSentinelOptions = {}): 
   if (!server || !sentinel) {
     throw new Error('redis-server and redis-sentinel are needed: apt-get install -y redis-server redis-sentinel (or run node test/support/setup-system.mjs as root)');
   }
-  const set = new SentinelSet(server, sentinel, makeTempDir('regsync-sentinel-'), opts.masterName ?? 'regsync', opts.downAfterMs ?? 1_000);
+  const dir = makeTempDir('regsync-sentinel-');
+  const set = new SentinelSet(server, sentinel, dir, opts.masterName ?? 'regsync', opts.downAfterMs ?? 1_000, opts.tls ? makeCertificates(dir) : undefined);
   try {
     await set.start();
     return set;
@@ -93,10 +99,11 @@ class SentinelSet implements RedisSentinelSet {
     readonly dir: string,
     readonly masterName: string,
     private readonly downAfterMs: number,
+    readonly certs: TestCertificates | undefined,
   ) {}
 
   get url(): string {
-    return `redis+sentinel://${this.sentinelPorts.map((p) => `127.0.0.1:${p}`).join(',')}/${this.masterName}`;
+    return `${this.certs ? 'rediss' : 'redis'}+sentinel://${this.sentinelPorts.map((p) => `127.0.0.1:${p}`).join(',')}/${this.masterName}`;
   }
 
   async start(): Promise<void> {
@@ -155,7 +162,7 @@ class SentinelSet implements RedisSentinelSet {
     const dir = join(this.dir, name);
     const logFile = join(this.dir, `${name}.log`);
     mkdirSync(dir, { recursive: true });
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--logfile', ''];
+    const args = [...this.listen(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--logfile', ''];
     if (primaryPort !== undefined) args.push('--replicaof', '127.0.0.1', String(primaryPort));
     const proc = new ManagedProcess(this.serverBinary, args, { logFile, cwd: dir });
     await waitForReady(proc, () => this.ask(port, async (r) => (await r.ping()) === 'PONG').catch(() => false), {
@@ -176,7 +183,7 @@ class SentinelSet implements RedisSentinelSet {
     writeFileSync(
       config,
       [
-        `port ${port}`,
+        ...this.listen(port).reduce<string[]>((lines, arg, i, all) => (i % 2 === 0 ? [...lines, `${arg.slice(2)} ${all[i + 1]}`] : lines), []),
         'bind 127.0.0.1',
         'daemonize no',
         `dir ${this.dir}`,
@@ -197,9 +204,17 @@ class SentinelSet implements RedisSentinelSet {
     this.sentinelPorts.push(port);
   }
 
+  /** The listening arguments of a data node or sentinel: a plain port, or a TLS port only. */
+  private listen(port: number): string[] {
+    if (!this.certs) return ['--port', String(port)];
+    const c = this.certs;
+    return ['--port', '0', '--tls-port', String(port), '--tls-cert-file', c.serverCert, '--tls-key-file', c.serverKey, '--tls-ca-cert-file', c.ca, '--tls-auth-clients', 'no', '--tls-replication', 'yes'];
+  }
+
   /** One short-lived connection that fails at once instead of retrying. */
   private async ask<T>(port: number, fn: (redis: Redis) => Promise<T>): Promise<T> {
-    const redis = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000, enableReadyCheck: false });
+    const tls = this.certs ? { tls: { ca: readFileSync(this.certs.ca) } } : {};
+    const redis = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000, enableReadyCheck: false, ...tls });
     redis.on('error', () => undefined);
     try {
       await redis.connect();
