@@ -242,7 +242,7 @@ export class LeaseManager extends EventEmitter<{ lost: [shard: number, token: nu
         this.armDeadline(shard, lease);
       }
     } catch (error) {
-      this.logger.warn({ err: error, shard }, 'lease renew failed; retrying until the local deadline');
+      this.logger.warn({ err: error, shard }, 'lease renew failed; retrying until the local deadline (and its grace)');
     } finally {
       lease.renewing = false;
     }
@@ -275,8 +275,8 @@ export class LeaseManager extends EventEmitter<{ lost: [shard: number, token: nu
   /**
    * True while the lease is valid ({@link isValid}), or its deadline passed less than
    * {@link LeaseManagerOptions.graceMs} ago without the lease being found lost: the test before
-   * keep-alive actions (beats, retains, re-registrations), which repeat what the holder already
-   * wrote and so may go on while Redis fails over. Needs no Redis.
+   * keep-alive actions (beats, retains), which repeat what the holder already wrote and so may go
+   * on while Redis fails over. Needs no Redis.
    */
   keepsAlive(shard: number): boolean {
     const lease = this.held.get(shard);

@@ -72,7 +72,8 @@ export function defaultWorkerId(): string {
  * (published on join, leave and pruning), so the others react to a join or a leave within a round trip.
  *
  * Redis errors are logged and retried at the next heartbeat; a worker whose heartbeats keep failing
- * will not find itself in the list, which is how a coordinator learns to step down.
+ * drops out of the others' lists (they take its shards as its leases run out, which the same
+ * failing connection cannot renew), and on reconnecting beats at once to be back in them.
  */
 export class Membership extends EventEmitter<{ change: [ids: string[]] }> {
   readonly id: string;
