@@ -1,6 +1,7 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { waitForRedis } from '../node/redis-ready.js';
-import { DEFAULT_REDIS_CONNECT_TIMEOUT_MS, parseRedisUrl, redisOptions, type RedisClientSettings } from '../node/redis-target.js';
+import { openRedis } from '../node/connections.js';
+import { DEFAULT_REDIS_CONNECT_TIMEOUT_MS, parseRedisUrl, type RedisClientSettings } from '../node/redis-target.js';
 import { redisSettingsOf, type RedisCommandOptions } from './redis-options.js';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
@@ -57,8 +58,7 @@ export async function startDnsOnRedis(options: {
   const target = parseRedisUrl(options.redisUrl);
   const connections: Redis[] = [];
   const connect = () => {
-    const redis = new Redis(redisOptions(target, options.redis ?? {}, { maxRetriesPerRequest: 3 }));
-    redis.on('error', (err) => options.logger.warn({ err, redis: target.masked }, 'redis connection error (DNS)'));
+    const redis = openRedis(target, options.redis ?? {}, { maxRetriesPerRequest: 3 }, options.logger, 'redis connection error (DNS)');
     connections.push(redis);
     return redis;
   };

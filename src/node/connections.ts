@@ -12,6 +12,28 @@ import {
 
 export type { ConnectionSettings } from './redis-target.js';
 
+/** Streams already given a listener by {@link openRedis}. */
+const guarded = new WeakSet<object>();
+
+/**
+ * A new ioredis connection to `target`, its errors logged (URL masked). ioredis listens `once` for
+ * a stream's error, and a failed TLS handshake can raise two (the verification, then the server's
+ * alert): the second would be an uncaught exception that ends the process. At the first error the
+ * stream gets a listener of its own, so later ones are only logged with it.
+ */
+export function openRedis(target: RedisTarget, settings: RedisClientSettings, connection: ConnectionSettings, logger: Logger, what = 'redis connection error'): Redis {
+  const redis = new Redis(redisOptions(target, settings, connection));
+  redis.on('error', (err) => {
+    const stream = redis.stream as object | undefined;
+    if (stream && !guarded.has(stream)) {
+      guarded.add(stream);
+      redis.stream.on('error', (late: Error) => logger.debug({ err: late, redis: target.masked }, 'redis connection error after the first'));
+    }
+    logger.warn({ err, redis: target.masked }, what);
+  });
+  return redis;
+}
+
 /**
  * The Redis connections of one process: the store's (auto-pipelined, so the status writes of
  * concurrent reconciles share round trips), the queues' producer, one subscriber, and any more a
@@ -41,8 +63,7 @@ export class Connections {
 
   /** A new connection of this process, cut with the others. */
   connect(settings: ConnectionSettings): Redis {
-    const redis = new Redis(redisOptions(this.target, this.settings, settings));
-    redis.on('error', (err) => this.logger.warn({ err, redis: this.target.masked }, 'redis connection error'));
+    const redis = openRedis(this.target, this.settings, settings, this.logger);
     this.all.push(redis);
     return redis;
   }
