@@ -11,6 +11,7 @@ import type { SyncEngine } from './engine/sync-engine.js';
 import { startMetricsServer, type RegsyncMetrics, type TaskEventLog } from './metrics/index.js';
 import { startApiRole, type ApiRole } from './node/api-role.js';
 import { Connections } from './node/connections.js';
+import type { RedisClientSettings } from './node/redis-target.js';
 import { buildCore } from './node/core.js';
 import { Lifecycle } from './node/lifecycle.js';
 import { startWorkerRole } from './node/worker-role.js';
@@ -23,7 +24,15 @@ export type NodeRole = 'api' | 'worker';
 
 /** Settings of one regsync process. */
 export interface NodeOptions {
+  /** `redis://`, `rediss://`, `redis+sentinel://` or `rediss+sentinel://` (see `parseRedisUrl`). */
   redisUrl: string;
+  /** TLS files and the start bound of every Redis connection (see `RedisClientSettings`). */
+  redis?: RedisClientSettings | undefined;
+  /**
+   * How long a leader keeps beating its copies after its lease's local deadline passed while Redis
+   * did not answer (a failover, a restart), ms; default three lease TTLs. See `LeaseManagerOptions.graceMs`.
+   */
+  redisGraceMs?: number | undefined;
   /** Default both: `regsync up`. `regsync worker` runs only `worker`, `regsync api` only `api`. */
   roles?: readonly NodeRole[];
   /** Where the REST API listens (role `api`). */
@@ -107,6 +116,10 @@ export interface RegsyncNode {
  * leads watches the sources, beats the copies and runs the full syncs. Role `api`: the REST API,
  * which stores every change and tells every process over Redis (see `ControlBus`).
  *
+ * Redis is one node, or the master Sentinel names (see `parseRedisUrl`), over TLS where asked; the
+ * first connections must be ready within `redis.connectTimeoutMs` (5 s), else it rejects with a
+ * `RedisUnreachableError` saying what failed (a bad URL: `RedisConfigError`).
+ *
  * One lifecycle: connections, the deployment, the metrics listener, the shared parts (adapters,
  * queues, engine), the worker role, the API role, each started in that order and stopped in
  * reverse, every stop bounded; a part that fails to start stops what started before it.
@@ -116,9 +129,10 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
   const { logger } = options;
   const roles = new Set(options.roles ?? ['api', 'worker']);
   const lifecycle = new Lifecycle(logger.child({ component: 'node' }));
-  const connections = new Connections(options.redisUrl, logger);
+  const connections = new Connections(options.redisUrl, logger, options.redis);
   lifecycle.defer('connections', () => connections.close());
   try {
+    await connections.ready();
     await ensureSchema(connections.store, prefix, { logger });
     const deployment = await readOrEnsureDeployment(connections, prefix, roles.has('worker'), options);
     const core = buildCore({ ...options, prefix }, connections, deployment);

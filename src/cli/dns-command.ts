@@ -1,4 +1,8 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { waitForRedis } from '../node/redis-ready.js';
+import { openRedis } from '../node/connections.js';
+import { DEFAULT_REDIS_CONNECT_TIMEOUT_MS, parseRedisUrl, type RedisClientSettings } from '../node/redis-target.js';
+import { redisSettingsOf, type RedisCommandOptions } from './redis-options.js';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { kindNamed } from '../../adapters/kinds.js';
@@ -16,7 +20,7 @@ import { startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { metricsTokenOf, parseListen } from './options.js';
 
 /** `regsync dns` options as commander hands them over. */
-export interface DnsCommandOptions extends CmdbCliOptions, DnsFlagSettings, SecretKeyCliOptions {
+export interface DnsCommandOptions extends CmdbCliOptions, DnsFlagSettings, SecretKeyCliOptions, RedisCommandOptions {
   redis: string;
   /** `--dns-config`: the DNS settings file. */
   dnsConfig?: string | undefined;
@@ -51,6 +55,8 @@ export function dnsAdapterFor(logger: Logger): (spec: ClusterSpec) => RegistryAd
 export async function startDnsOnRedis(options: {
   settings: DnsSettings;
   redisUrl: string;
+  /** TLS files and the start bound of the connections (see `RedisClientSettings`). */
+  redis?: RedisClientSettings | undefined;
   prefix?: string | undefined;
   store?: RegsyncStore | undefined;
   /** The secret keys of a store built here (checked at start as the node's); default none. */
@@ -60,10 +66,10 @@ export async function startDnsOnRedis(options: {
   logger: Logger;
 }): Promise<RunningDns> {
   const prefix = options.prefix ?? 'regsync';
+  const target = parseRedisUrl(options.redisUrl);
   const connections: Redis[] = [];
   const connect = () => {
-    const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
-    redis.on('error', (err) => options.logger.warn({ err }, 'redis connection error (DNS)'));
+    const redis = openRedis(target, options.redis ?? {}, { maxRetriesPerRequest: 3 }, options.logger, 'redis connection error (DNS)');
     connections.push(redis);
     return redis;
   };
@@ -73,11 +79,8 @@ export async function startDnsOnRedis(options: {
   const subscriber = connect();
   const channel = redisKeys.controlChannel(prefix);
   try {
-    try {
-      await subscriber.subscribe(channel);
-    } catch (err) {
-      throw new Error(`cannot reach Redis at ${maskedRedisUrl(options.redisUrl)} for the DNS interface: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-    }
+    await waitForRedis(subscriber, target, options.redis?.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS);
+    await subscriber.subscribe(channel);
     if (own) {
       await ensureSchema(own, prefix, { logger: options.logger });
       await prepareStoredSecrets(store, options.secrets ?? SecretBox.none, options.logger);
@@ -146,7 +149,7 @@ export async function runDns(opts: DnsCommandOptions, logger: Logger): Promise<D
   let dns: RunningDns | undefined;
   let metrics: MetricsServer | undefined;
   try {
-    dns = await startDnsOnRedis({ settings, redisUrl: opts.redis, prefix: opts.prefix, secrets, registry, cmdb: cmdb?.cache, logger });
+    dns = await startDnsOnRedis({ settings, redisUrl: opts.redis, redis: redisSettingsOf(opts).redis, prefix: opts.prefix, secrets, registry, cmdb: cmdb?.cache, logger });
     const running = dns;
     if (metricsListen) metrics = await startMetricsServer(registry, metricsListen, logger, { '/status': () => running.status() }, metricsToken);
   } catch (err) {
@@ -164,15 +167,4 @@ export async function runDns(opts: DnsCommandOptions, logger: Logger): Promise<D
       await cmdb?.close();
     },
   };
-}
-
-/** The Redis URL without its password, for messages. */
-function maskedRedisUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.toString();
-  } catch {
-    return 'the given URL';
-  }
 }

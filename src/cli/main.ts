@@ -23,6 +23,7 @@ import {
 } from './up-command.js';
 import { addCmdbOptions, startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { parsePort, parsePositiveInt } from './options.js';
+import { addRedisOptions, redisSettingsOf, type RedisCommandOptions } from './redis-options.js';
 import { addRegistryOptions, closeOnSignal, parseGrpcPort, registryOptionsFrom, type RegistryCliOptions } from './registry-command.js';
 import { addSecretKeyOptions, secretBoxOfCli, type SecretKeyCliOptions } from './secret-key-options.js';
 import { addSecretsCommand } from './secrets-command.js';
@@ -99,7 +100,7 @@ export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined 
 
   addShardOptions(
     addApiSecurityOptions(
-      addProcessOptions(program.command('up'))
+      addRedisOptions(addProcessOptions(program.command('up')), true)
         .description('run the REST API and a sync worker in one process')
         .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
         .option('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL); without it a local redis-server is started')
@@ -120,7 +121,7 @@ export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined 
   });
 
   addShardOptions(
-    addProcessOptions(program.command('worker'))
+    addRedisOptions(addProcessOptions(program.command('worker')), true)
       .description('run a sync worker (no HTTP): serves and leads shards of the deployment in Redis')
       .requiredOption('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL)
       .option('--metrics-listen <host:port>', 'serve Prometheus metrics (GET /metrics) and GET /healthz here (default: off)')
@@ -134,22 +135,22 @@ export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined 
   });
 
   addSecretKeyOptions(addApiSecurityOptions(
-    addProcessOptions(program.command('api'))
+    addRedisOptions(addProcessOptions(program.command('api')))
       .description('run the REST API only (no sync work); any number of them against one Redis')
       .option('--listen <host:port>', 'where the REST API listens', '127.0.0.1:8080')
       .requiredOption('--redis <url>', 'Redis holding tasks, status and queues (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL),
   ))
-    .action(async (opts: { listen: string; redis: string } & ApiSecurityCliOptions & ProcessCliOptions & SecretKeyCliOptions) => {
+    .action(async (opts: { listen: string; redis: string } & ApiSecurityCliOptions & ProcessCliOptions & SecretKeyCliOptions & RedisCommandOptions) => {
       const logger = createLogger(opts.logLevel);
       const listen = parseListen(opts.listen);
       const security = apiSecurityOf({ ...opts, apiTokensEnv: process.env.REGSYNC_API_TOKENS });
-      const node = await startNode({ redisUrl: opts.redis, roles: ['api'], listen, logger, prefix: opts.prefix, ...security, secrets: secretBoxOfCli(opts) });
+      const node = await startNode({ redisUrl: opts.redis, roles: ['api'], listen, logger, prefix: opts.prefix, ...security, ...redisSettingsOf(opts), secrets: secretBoxOfCli(opts) });
       process.stdout.write(`regsync api: REST API listening on ${node.url}\n`);
       stopOnSignal(() => node.close(), logger);
     });
 
   addSecretKeyOptions(addCmdbOptions(
-    addProcessOptions(program.command('dns'))
+    addRedisOptions(addProcessOptions(program.command('dns')))
       .description('run the DNS interface: every service of the stored clusters, answered over UDP and TCP (same site first with a CMDB)')
       .requiredOption('--redis <url>', 'Redis of the deployment whose clusters are served (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL)
       .option('--listen <host:port>', 'where to answer, UDP and TCP (default 127.0.0.1:5353)')

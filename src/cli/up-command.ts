@@ -8,6 +8,7 @@ import type { RunningCmdb } from '../cmdb/index.js';
 import { startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { metricsTokenOf, parseListen } from './options.js';
 import { secretBoxOfCli, type SecretKeyCliOptions } from './secret-key-options.js';
+import { parseRedisUrl, redisOptions, type RedisClientSettings } from '../node/redis-target.js';
 
 export { parseListen } from './options.js';
 import { startLocalRedis, type LocalRedis } from './local-redis.js';
@@ -15,6 +16,7 @@ import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import { dnsSettingsFrom, startDnsOnRedis } from './dns-command.js';
 import type { RunningDns } from '../dns/dns-service.js';
 import type { DnsSettings } from '../dns/dns-config.js';
+import { redisSettingsOf, type RedisCommandOptions } from './redis-options.js';
 
 export interface UpOptions extends ShardOptions, ApiSecurityCliOptions, UpDnsOptions {
   listen: string;
@@ -39,7 +41,7 @@ export interface UpDnsOptions {
 }
 
 /** Options every worker-running command takes. */
-export interface ShardOptions extends CmdbCliOptions, SecretKeyCliOptions {
+export interface ShardOptions extends CmdbCliOptions, SecretKeyCliOptions, RedisCommandOptions {
   /** The deployment's key prefix in Redis (default `regsync`). */
   prefix?: string | undefined;
   shards?: number | undefined;
@@ -120,6 +122,7 @@ export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> 
     throw new Error('--dns-zone, --dns-clusters and --dns-upstream need a DNS server: add --dns-listen <host:port> or --dns-config <file>');
   }
   const redisUrl = opts.redis ?? (process.env.REGSYNC_REDIS_URL || undefined);
+  const redis = redisSettingsOf(opts);
   const cmdb = await startCmdbFromCli(opts, logger);
   let localRedis: LocalRedis | undefined;
   let lock: DataDirLock | undefined;
@@ -130,9 +133,9 @@ export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> 
     lock = redisUrl ? undefined : lockDataDir(opts.dataDir);
     localRedis = redisUrl ? undefined : await startLocalRedis(opts.dataDir, logger, { fresh: opts.fresh });
     const url = redisUrl ?? (localRedis as LocalRedis).url;
-    if (opts.fresh && redisUrl) await removePrefix(url, opts.prefix ?? 'regsync');
-    node = await startWorkerNode({ redisUrl: url, listen, ...security, secrets, dns: { status: () => dns?.status() } }, opts, cmdb, logger);
-    if (dnsSettings) dns = await startDnsOnRedis({ settings: dnsSettings, redisUrl: url, prefix: opts.prefix, store: node.store, registry: node.metrics.registry, cmdb: cmdb?.cache, logger });
+    if (opts.fresh && redisUrl) await removePrefix(url, redis.redis ?? {}, opts.prefix ?? 'regsync');
+    node = await startWorkerNode({ redisUrl: url, listen, ...security, ...redis, secrets, dns: { status: () => dns?.status() } }, opts, cmdb, logger);
+    if (dnsSettings) dns = await startDnsOnRedis({ settings: dnsSettings, redisUrl: url, redis: redis.redis, prefix: opts.prefix, store: node.store, registry: node.metrics.registry, cmdb: cmdb?.cache, logger });
   } catch (err) {
     await node?.close();
     await localRedis?.stop();
@@ -156,8 +159,8 @@ export async function runUp(opts: UpOptions, logger: Logger): Promise<UpHandle> 
 }
 
 /** Deletes every key under `prefix` (a fresh demo on a Redis of the user's: only the demo's own prefix). */
-async function removePrefix(url: string, prefix: string): Promise<void> {
-  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+async function removePrefix(url: string, settings: RedisClientSettings, prefix: string): Promise<void> {
+  const redis = new Redis(redisOptions(parseRedisUrl(url), settings, { maxRetriesPerRequest: 1 }));
   redis.on('error', () => {});
   try {
     let cursor = '0';
@@ -185,7 +188,7 @@ export async function runWorker(
   const cmdb = await startCmdbFromCli(opts, logger);
   let node: RegsyncNode;
   try {
-    node = await startWorkerNode({ redisUrl: opts.redis, roles: ['worker'], metricsListen, metricsToken, secrets }, opts, cmdb, logger);
+    node = await startWorkerNode({ redisUrl: opts.redis, roles: ['worker'], metricsListen, metricsToken, secrets, ...redisSettingsOf(opts) }, opts, cmdb, logger);
   } catch (err) {
     await cmdb?.close();
     throw err;
@@ -200,7 +203,7 @@ export async function runWorker(
 }
 
 function startWorkerNode(
-  base: Pick<NodeOptions, 'redisUrl' | 'listen' | 'roles' | 'metricsListen' | 'metricsToken' | 'apiTokens' | 'apiRateLimit' | 'apiTls' | 'dns' | 'secrets'>,
+  base: Pick<NodeOptions, 'redisUrl' | 'redis' | 'redisGraceMs' | 'listen' | 'roles' | 'metricsListen' | 'metricsToken' | 'apiTokens' | 'apiRateLimit' | 'apiTls' | 'dns' | 'secrets'>,
   opts: ShardOptions,
   cmdb: RunningCmdb | undefined,
   logger: Logger,

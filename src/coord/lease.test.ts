@@ -22,8 +22,8 @@ function redisMs([seconds, micros]: [string, string] | [number, number] | unknow
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
-function manager(owner: string, ttlMs = 1000, safetyMarginMs?: number): LeaseManager {
-  const m = new LeaseManager({ redis: connect(), prefix, owner, ttlMs, safetyMarginMs });
+function manager(owner: string, ttlMs = 1000, safetyMarginMs?: number, graceMs?: number): LeaseManager {
+  const m = new LeaseManager({ redis: connect(), prefix, owner, ttlMs, safetyMarginMs, graceMs });
   managers.push(m);
   return m;
 }
@@ -150,6 +150,66 @@ describe('LeaseManager', () => {
     expect(a.isValid(2)).toBe(true);
     await waitUntil(() => !a.isValid(2), { message: 'the local deadline' });
     await waitUntil(async () => (await b.acquire(2)) === token + 1, { message: 'b to take the lease' });
+  });
+
+  it('takes back its lease when the key is gone and no later token was handed out; not once one was', async () => {
+    const a = manager('a');
+    const lost: number[] = [];
+    a.on('lost', (shard) => lost.push(shard));
+    const token = (await a.acquire(6))!;
+    // The key ran out while Redis did not answer, or a failover lost it.
+    await redis.del(`${prefix}:lease:6`);
+    expect(await a.renew(6)).toBe(true);
+    expect(await readLease(redis, prefix, 6)).toMatchObject({ owner: 'a', token });
+    // The token counter was lost too: taken back, and the counter starts again past the token.
+    await redis.del(`${prefix}:lease:6`, `${prefix}:lease-token:6`);
+    expect(await a.renew(6)).toBe(true);
+    expect(await manager('b').acquire(7)).toBeDefined();
+    await a.release(6);
+    expect(await manager('b').acquire(6)).toBe(token + 1);
+    expect(lost).toEqual([]);
+  });
+
+  it('keeps a lease for keep-alive through its grace while Redis does not answer, and goes on when it answers again', async () => {
+    const a = manager('a', 300, undefined, 5_000);
+    const lost: number[] = [];
+    a.on('lost', (shard) => lost.push(shard));
+    const token = (await a.acquire(8))!;
+    await redis.call('CLIENT', 'PAUSE', '1000', 'ALL');
+    await waitUntil(() => !a.isValid(8), { message: 'the local deadline to pass' });
+    // Past the deadline: no longer valid for writes, still kept alive.
+    expect(a.keepsAlive(8)).toBe(true);
+    expect(lost).toEqual([]);
+    await waitUntil(() => a.isValid(8), { timeoutMs: 5_000, message: 'a renewal once Redis answers' });
+    expect(lost).toEqual([]);
+    expect(await a.read(8)).toMatchObject({ owner: 'a', token });
+    expect(a.keepsAlive(8)).toBe(true);
+  });
+
+  it('loses the lease at the end of the grace when Redis stays silent, and at once when it answers "not yours"', async () => {
+    const a = manager('a', 300, undefined, 600);
+    const lost: number[] = [];
+    a.on('lost', (shard) => lost.push(shard));
+    await a.acquire(9);
+    await redis.call('CLIENT', 'PAUSE', '3000', 'ALL');
+    await waitUntil(() => !a.isValid(9), { message: 'the local deadline to pass' });
+    expect(a.keepsAlive(9)).toBe(true);
+    expect(lost).toEqual([]);
+    await waitUntil(() => lost.length > 0, { timeoutMs: 5_000, message: 'the lease lost by the end of its grace' });
+    expect(lost).toEqual([9]);
+    expect(a.keepsAlive(9)).toBe(false);
+    expect(a.heldShards()).toEqual([]);
+    await redis.call('CLIENT', 'UNPAUSE');
+
+    const b = manager('b', 300, undefined, 60_000);
+    const bLost: number[] = [];
+    b.on('lost', (shard) => bLost.push(shard));
+    await b.acquire(10);
+    await redis.del(`${prefix}:lease:10`);
+    await manager('c').acquire(10);
+    expect(await b.renew(10)).toBe(false);
+    expect(bLost).toEqual([10]);
+    expect(b.keepsAlive(10)).toBe(false);
   });
 
   it('rejects a TTL or margin that cannot work', () => {

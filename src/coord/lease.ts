@@ -46,9 +46,13 @@ export async function acquireLease(redis: Redis, prefix: string, shard: number, 
   return token > 0 ? token : undefined;
 }
 
-/** Extends the lease to `ttlMs` from now, only while `owner` still holds it with `token`. */
+/**
+ * Extends the lease to `ttlMs` from now, only while `owner` still holds it with `token`, or takes it
+ * back when its key is gone and no later token was handed out (see RENEW_LEASE).
+ */
 export async function renewLease(redis: Redis, prefix: string, shard: number, owner: string, token: number, ttlMs: number): Promise<boolean> {
-  return (await evalScript(redis, RENEW_LEASE, 1, leaseKey(prefix, shard), leaseValue(owner, token), ttlMs)) === 1;
+  const answer = await evalScript(redis, RENEW_LEASE, 2, leaseKey(prefix, shard), redisKeys.leaseToken(prefix, shard), leaseValue(owner, token), ttlMs, token);
+  return answer === 1 || answer === 2;
 }
 
 /** Deletes the lease, only while `owner` still holds it with `token`. */
@@ -98,6 +102,14 @@ export interface LeaseManagerOptions {
    * ttlMs / 10 (at least 10 ms). Must be less than 2/3 of ttlMs, so a renewal can land in time.
    */
   safetyMarginMs?: number;
+  /**
+   * How long past its local deadline a lease not known to be lost still counts for keep-alive
+   * ({@link LeaseManager.keepsAlive}), while its renewals go unanswered; default 0 (none). Redis
+   * failing over or restarting answers no one, so no one else can take the lease meanwhile; when it
+   * answers again the lease is renewed or taken back (RENEW_LEASE) and leadership goes on, or it is
+   * found taken and lost at once. Past the grace it is lost as without one.
+   */
+  graceMs?: number;
   logger?: Logger;
 }
 
@@ -108,6 +120,8 @@ interface HeldLease {
   renewing: boolean;
   renewTimer: NodeJS.Timeout;
   deadlineTimer?: NodeJS.Timeout;
+  /** Whether the local deadline passed and the lease lives on by the grace alone. */
+  inGrace: boolean;
 }
 
 /**
@@ -126,16 +140,27 @@ interface HeldLease {
  * deadline passes without a successful renew (Redis unreachable or too slow); the lease is then
  * forgotten and, in the second case, released in the background in case it is still ours. A renew that
  * fails with an error is retried at the next interval: the deadline alone decides.
+ *
+ * With a grace ({@link LeaseManagerOptions.graceMs}) a deadline passed without an answer from Redis
+ * ends {@link isValid} but not {@link keepsAlive}: the holder keeps beating what it leads for the
+ * grace, renewing all the while (at once when the connection is ready again); a renewal that lands
+ * ends the grace, an answer "not yours" loses the lease at once, and the end of the grace loses it
+ * as the deadline does without one.
  */
 export class LeaseManager extends EventEmitter<{ lost: [shard: number, token: number] }> {
   readonly owner: string;
   readonly prefix: string;
   readonly ttlMs: number;
   readonly safetyMarginMs: number;
+  readonly graceMs: number;
   private readonly redis: Redis;
   private readonly logger: Logger;
   private readonly held = new Map<number, HeldLease>();
   private halted = false;
+  /** Whether the connection was ready once: a later `ready` is a reconnection. */
+  private wasReady: boolean;
+  /** performance.now() of the last reconnection; -Infinity before any. */
+  private reconnectedAt = Number.NEGATIVE_INFINITY;
 
   constructor(opts: LeaseManagerOptions) {
     super();
@@ -148,7 +173,28 @@ export class LeaseManager extends EventEmitter<{ lost: [shard: number, token: nu
     if (!(this.safetyMarginMs >= 0 && this.safetyMarginMs < (this.ttlMs * 2) / 3)) {
       throw new RangeError(`safetyMarginMs must be from 0 to below 2/3 of ttlMs, got ${this.safetyMarginMs}`);
     }
+    this.graceMs = opts.graceMs ?? 0;
+    if (!Number.isInteger(this.graceMs) || this.graceMs < 0) throw new RangeError(`graceMs must be a whole number of ms, got ${this.graceMs}`);
     this.logger = (opts.logger ?? silentLogger()).child({ component: 'lease', owner: this.owner });
+    this.wasReady = this.redis.status === 'ready';
+    // Redis is back (a failover, a restart): renew at once, before another worker finds a lease free.
+    this.redis.on('ready', this.onReady);
+  }
+
+  private readonly onReady = (): void => {
+    if (this.wasReady) this.reconnectedAt = performance.now();
+    this.wasReady = true;
+    for (const shard of this.held.keys()) void this.renew(shard);
+  };
+
+  /**
+   * True for one lease TTL after the connection came back from an outage. Every worker was cut off
+   * alike, and the holders of leases that ran out meanwhile take them back as they reconnect
+   * (RENEW_LEASE); a worker that reconnected first must not take them meanwhile (see
+   * `ShardCoordinator`), or leadership would move twice for nothing.
+   */
+  justReconnected(): boolean {
+    return performance.now() - this.reconnectedAt < this.ttlMs;
   }
 
   /** Takes the shard's lease if it is free and answers its token; undefined when someone holds it. */
@@ -167,7 +213,7 @@ export class LeaseManager extends EventEmitter<{ lost: [shard: number, token: nu
     }
     const renewTimer = setInterval(() => void this.renew(shard), Math.max(10, Math.floor(this.ttlMs / 3)));
     renewTimer.unref();
-    const lease: HeldLease = { token, deadline, renewing: false, renewTimer };
+    const lease: HeldLease = { token, deadline, renewing: false, renewTimer, inGrace: false };
     this.held.set(shard, lease);
     this.armDeadline(shard, lease);
     return token;
@@ -190,8 +236,13 @@ export class LeaseManager extends EventEmitter<{ lost: [shard: number, token: nu
         return false;
       }
       lease.deadline = Math.max(lease.deadline, sent + this.ttlMs - this.safetyMarginMs);
+      if (lease.inGrace && performance.now() < lease.deadline) {
+        lease.inGrace = false;
+        this.logger.info({ shard, token: lease.token }, 'lease renewed after Redis answered again; leadership goes on');
+        this.armDeadline(shard, lease);
+      }
     } catch (error) {
-      this.logger.warn({ err: error, shard }, 'lease renew failed; retrying until the local deadline');
+      this.logger.warn({ err: error, shard }, 'lease renew failed; retrying until the local deadline (and its grace)');
     } finally {
       lease.renewing = false;
     }
@@ -221,6 +272,17 @@ export class LeaseManager extends EventEmitter<{ lost: [shard: number, token: nu
     return lease !== undefined && performance.now() < lease.deadline;
   }
 
+  /**
+   * True while the lease is valid ({@link isValid}), or its deadline passed less than
+   * {@link LeaseManagerOptions.graceMs} ago without the lease being found lost: the test before
+   * keep-alive actions (beats, retains), which repeat what the holder already wrote and so may go
+   * on while Redis fails over. Needs no Redis.
+   */
+  keepsAlive(shard: number): boolean {
+    const lease = this.held.get(shard);
+    return lease !== undefined && performance.now() < lease.deadline + this.graceMs;
+  }
+
   /** The token of a held lease (valid or not yet known to be lost). */
   token(shard: number): number | undefined {
     return this.held.get(shard)?.token;
@@ -246,18 +308,30 @@ export class LeaseManager extends EventEmitter<{ lost: [shard: number, token: nu
    */
   halt(): void {
     this.halted = true;
+    this.redis.off('ready', this.onReady);
     for (const lease of this.held.values()) {
       clearInterval(lease.renewTimer);
       clearTimeout(lease.deadlineTimer);
     }
   }
 
+  /** Loses the lease when its deadline (and then its grace) passes without a renewal. */
   private armDeadline(shard: number, lease: HeldLease): void {
+    clearTimeout(lease.deadlineTimer);
+    const end = lease.deadline + (lease.inGrace ? this.graceMs : 0);
     lease.deadlineTimer = setTimeout(() => {
       if (this.held.get(shard) !== lease || this.halted) return;
-      if (performance.now() >= lease.deadline) this.lose(shard, lease, true);
+      const now = performance.now();
+      if (now < lease.deadline) {
+        lease.inGrace = false;
+        this.armDeadline(shard, lease);
+      } else if (!lease.inGrace && this.graceMs > 0 && now < lease.deadline + this.graceMs) {
+        lease.inGrace = true;
+        this.logger.warn({ shard, token: lease.token, graceMs: this.graceMs }, 'lease not renewed by its deadline (Redis does not answer); keeping copies alive for the grace');
+        this.armDeadline(shard, lease);
+      } else if (now >= lease.deadline + (lease.inGrace ? this.graceMs : 0)) this.lose(shard, lease, true);
       else this.armDeadline(shard, lease);
-    }, Math.max(0, lease.deadline - performance.now()) + 1);
+    }, Math.max(0, end - performance.now()) + 1);
     lease.deadlineTimer.unref();
   }
 

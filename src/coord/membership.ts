@@ -72,7 +72,8 @@ export function defaultWorkerId(): string {
  * (published on join, leave and pruning), so the others react to a join or a leave within a round trip.
  *
  * Redis errors are logged and retried at the next heartbeat; a worker whose heartbeats keep failing
- * will not find itself in the list, which is how a coordinator learns to step down.
+ * drops out of the others' lists (they take its shards as its leases run out, which the same
+ * failing connection cannot renew), and on reconnecting beats at once to be back in them.
  */
 export class Membership extends EventEmitter<{ change: [ids: string[]] }> {
   readonly id: string;
@@ -90,6 +91,10 @@ export class Membership extends EventEmitter<{ change: [ids: string[]] }> {
   private polling: Promise<string[]> | undefined;
   private pollAgain = false;
   private beating = false;
+  /** Redis is back (a failover, a restart): beat at once, so the others see this worker alive before they re-assign its shards. */
+  private readonly onReady = (): void => {
+    if (this.state === 'joined') void this.beat();
+  };
   private readonly onMessage = (channel: string): void => {
     if (channel === this.channel) void this.refresh().catch(() => undefined);
   };
@@ -120,6 +125,7 @@ export class Membership extends EventEmitter<{ change: [ids: string[]] }> {
     if (this.state !== 'new') return;
     this.state = 'joined';
     this.subscriber.on('message', this.onMessage);
+    this.redis.on('ready', this.onReady);
     await this.subscriber.subscribe(this.channel);
     await this.heartbeat(true);
     this.timer = setInterval(() => void this.beat(), Math.max(10, Math.floor(this.ttlMs / 3)));
@@ -176,6 +182,7 @@ export class Membership extends EventEmitter<{ change: [ids: string[]] }> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     this.subscriber.off('message', this.onMessage);
+    this.redis.off('ready', this.onReady);
     if (this.ownsSubscriber) this.subscriber.disconnect();
     else void this.subscriber.unsubscribe(this.channel).catch(() => undefined);
   }

@@ -69,11 +69,26 @@ redis.call('SET', KEYS[3], string.format('%d', token) .. ':' .. string.format('%
 return token
 `;
 
-/** Extends a lease still holding the expected value. KEYS: lease. ARGV: value, ttl ms. Returns 1 or 0. */
+/**
+ * Extends a lease still holding the expected value. When the lease key is gone (it ran out while
+ * Redis did not answer its holder, or a failover lost it) and no token was handed out after the
+ * holder's (the counter is not past it, or was lost too), the holder takes it back with the same
+ * value: nobody else can have led the shard meanwhile, so its leadership goes on without a
+ * handover. KEYS: lease, token counter. ARGV: value, ttl ms, token. Returns 1 (extended), 2 (taken
+ * back) or 0 (someone else's, or handed out since).
+ */
 export const RENEW_LEASE = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
+local held = redis.call('GET', KEYS[1])
+if held == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if held then return 0 end
+local counter = redis.call('GET', KEYS[2])
+if counter and tonumber(counter) > tonumber(ARGV[3]) then return 0 end
+if not counter then redis.call('SET', KEYS[2], ARGV[3]) end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 2
 `;
 
 /** Deletes a lease still holding the expected value. KEYS: lease. ARGV: value. Returns 1 or 0. */

@@ -45,6 +45,9 @@ export interface ShardCoordinatorOptions {
  * - releases a lease where it is no longer a replica (a worker joined), or where a better-ranked live
  *   replica exists (handover to the preferred one). It does not take back a shard it handed over for one
  *   lease TTL, so that a slow preferred replica cannot make the lease flap.
+ * - acquires nothing for one lease TTL after its connection came back from an outage (a failover):
+ *   the holders whose leases ran out meanwhile take them back as they reconnect, and leadership
+ *   goes on where it was.
  *
  * Leading is only as good as {@link LeaseManager.isValid}: ask {@link isLeading} right before every
  * leader-only action (a beat, a retain, taking over a live set), not once for a batch of them; it
@@ -163,6 +166,15 @@ export class ShardCoordinator extends EventEmitter<{
     return this.led.has(shard) && this.leases.isValid(shard);
   }
 
+  /**
+   * Whether this worker keeps the shard's copies alive: it leads the shard ({@link isLeading}), or
+   * its lease's deadline passed within the lease grace while Redis did not answer (see
+   * `LeaseManagerOptions.graceMs`). The test before beats and retains; no Redis call.
+   */
+  keepsAlive(shard: number): boolean {
+    return this.led.has(shard) && this.leases.keepsAlive(shard);
+  }
+
   /** Every shard's leader (from Redis, now) and replicas (from the live workers as last seen). */
   async snapshot(): Promise<ShardSnapshot[]> {
     const leases = await this.leases.readAll(this.deployment.shards);
@@ -194,7 +206,10 @@ export class ShardCoordinator extends EventEmitter<{
   }
 
   private async evaluateOnce(): Promise<void> {
-    const ids = this.membership.liveIds();
+    // This worker is alive whatever the list says: its record may have run out during an outage and
+    // not be written again yet, and it must not hand its shards over for that.
+    const live = this.membership.liveIds();
+    const ids = live.includes(this.id) ? live : [...live, this.id].sort();
     const leases = await this.leases.readAll(this.deployment.shards);
     if (this.state !== 'running') return;
     const served = new Set<number>();
@@ -230,7 +245,7 @@ export class ShardCoordinator extends EventEmitter<{
       }
       return;
     }
-    if (lease || rank < 0) {
+    if (lease || rank < 0 || this.leases.justReconnected()) {
       this.seenFree.delete(shard);
       return;
     }
@@ -274,6 +289,8 @@ export interface CreateShardCoordinatorOptions extends Omit<MembershipOptions, '
   replicas?: number;
   membershipTtlMs?: number;
   leaseTtlMs?: number;
+  /** See `LeaseManagerOptions.graceMs`; default 0. */
+  leaseGraceMs?: number;
   tickMs?: number;
   logger?: Logger;
 }
@@ -283,9 +300,9 @@ export interface CreateShardCoordinatorOptions extends Omit<MembershipOptions, '
  * it. Not started: attach the listeners, then call {@link ShardCoordinator.start}.
  */
 export async function createShardCoordinator(opts: CreateShardCoordinatorOptions): Promise<ShardCoordinator> {
-  const { shards, replicas, membershipTtlMs, leaseTtlMs, tickMs, logger, ...member } = opts;
+  const { shards, replicas, membershipTtlMs, leaseTtlMs, leaseGraceMs, tickMs, logger, ...member } = opts;
   const deployment = await ensureDeployment(opts.redis, opts.prefix, { shards, replicas });
   const membership = new Membership({ ...member, ttlMs: membershipTtlMs, logger });
-  const leases = new LeaseManager({ redis: opts.redis, prefix: opts.prefix, owner: membership.id, ttlMs: leaseTtlMs, logger });
+  const leases = new LeaseManager({ redis: opts.redis, prefix: opts.prefix, owner: membership.id, ttlMs: leaseTtlMs, graceMs: leaseGraceMs, logger });
   return new ShardCoordinator({ membership, leases, deployment, tickMs, logger });
 }

@@ -205,5 +205,28 @@ describe('HeartbeatScheduler', () => {
         hb.stop();
       }
     });
+
+    it('beats but registers no lost copy again while mayRegister says no (a lease kept alive by its grace)', async () => {
+      vi.useFakeTimers();
+      const dest = new RecordingDestination();
+      let registers = false;
+      const hb = new HeartbeatScheduler({ tickMs: 10, logger: silentLogger(), mayBeat: () => true, mayRegister: () => registers });
+      hb.start();
+      try {
+        hb.set('o1', dest, service, [inst('10.0.0.1')]);
+        dest.lost.add('10.0.0.1');
+        await vi.advanceTimersByTimeAsync(100);
+        expect(dest.count('10.0.0.1')).toBe(1);
+        expect(dest.applied).toEqual([]);
+        await vi.advanceTimersByTimeAsync(100);
+        expect(dest.count('10.0.0.1')).toBe(2);
+        registers = true;
+        dest.lost.add('10.0.0.1');
+        await vi.advanceTimersByTimeAsync(100);
+        expect(dest.applied).toEqual([{ upsert: [inst('10.0.0.1')], remove: [] }]);
+      } finally {
+        hb.stop();
+      }
+    });
   });
 });

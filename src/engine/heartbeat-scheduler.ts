@@ -42,6 +42,12 @@ export interface HeartbeatOptions {
    * that deadline passes, before the lease's `lost` is handled. Default: always.
    */
   mayBeat?: ((owner: string) => boolean) | undefined;
+  /**
+   * Asked before a copy the destination lost is registered again; default {@link mayBeat}. The node
+   * answers whether the lease is valid by its deadline, not merely kept alive through its grace: a
+   * leader cut off from Redis may have missed that the copy was removed on purpose.
+   */
+  mayRegister?: ((owner: string) => boolean) | undefined;
 }
 
 /**
@@ -73,12 +79,14 @@ export class HeartbeatScheduler {
   private readonly counters = { sent: 0, failed: 0, reRegistered: 0, maxLatenessMs: 0 };
   private readonly observer: EngineObserver;
   private readonly mayBeat: (owner: string) => boolean;
+  private readonly mayRegister: (owner: string) => boolean;
 
   constructor(options: HeartbeatOptions) {
     this.tickMs = options.tickMs ?? 100;
     this.log = options.logger.child({ component: 'heartbeats' });
     this.observer = options.observer ?? NOOP_OBSERVER;
     this.mayBeat = options.mayBeat ?? (() => true);
+    this.mayRegister = options.mayRegister ?? this.mayBeat;
     this.lastTick = this.currentTick();
   }
 
@@ -236,9 +244,9 @@ export class HeartbeatScheduler {
     this.lastTick = now;
   }
 
-  private askMayBeat(owner: string): boolean {
+  private askMayBeat(owner: string, ask: (owner: string) => boolean = this.mayBeat): boolean {
     try {
-      return this.mayBeat(owner);
+      return ask(owner);
     } catch (err) {
       this.log.warn({ err, owner }, 'cannot tell whether beats may go out; skipping them');
       return false;
@@ -254,7 +262,7 @@ export class HeartbeatScheduler {
       answered = result;
       this.counters.sent += 1;
       // The owner may have dropped the instance, or this process its lead, while the beat was in flight.
-      if (result === 'unknown' && this.entries.get(entry.key) === entry && this.askMayBeat(entry.owner)) {
+      if (result === 'unknown' && this.entries.get(entry.key) === entry && this.askMayBeat(entry.owner, this.mayRegister)) {
         await entry.adapter.apply(entry.service, { upsert: [entry.instance], remove: [] });
         this.counters.reRegistered += 1;
         this.log.info({ cluster: entry.adapter.clusterId, service: serviceKeyString(entry.service), instance: instanceId(entry.instance) }, 'destination lost a copy; registered it again');

@@ -1,28 +1,61 @@
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { waitForRedis } from './redis-ready.js';
+import {
+  DEFAULT_REDIS_CONNECT_TIMEOUT_MS,
+  parseRedisUrl,
+  redisOptions,
+  type ConnectionSettings,
+  type RedisClientSettings,
+  type RedisTarget,
+} from './redis-target.js';
 
-/** How a connection behaves when Redis is slow or gone (see ioredis' options of the same names). */
-export interface ConnectionSettings {
-  /** null: commands wait for Redis to come back (queues, subscribers); a number: they fail after that many retries. */
-  maxRetriesPerRequest: number | null;
-  enableAutoPipelining?: boolean;
+export type { ConnectionSettings } from './redis-target.js';
+
+/** Streams already given a listener by {@link openRedis}. */
+const guarded = new WeakSet<object>();
+
+/**
+ * A new ioredis connection to `target`, its errors logged (URL masked). ioredis listens `once` for
+ * a stream's error, and a failed TLS handshake can raise two (the verification, then the server's
+ * alert): the second would be an uncaught exception that ends the process. At the first error the
+ * stream gets a listener of its own, so later ones are only logged with it.
+ */
+export function openRedis(target: RedisTarget, settings: RedisClientSettings, connection: ConnectionSettings, logger: Logger, what = 'redis connection error'): Redis {
+  const redis = new Redis(redisOptions(target, settings, connection));
+  redis.on('error', (err) => {
+    const stream = redis.stream as object | undefined;
+    if (stream && !guarded.has(stream)) {
+      guarded.add(stream);
+      redis.stream.on('error', (late: Error) => logger.debug({ err: late, redis: target.masked }, 'redis connection error after the first'));
+    }
+    logger.warn({ err, redis: target.masked }, what);
+  });
+  return redis;
 }
 
 /**
  * The Redis connections of one process: the store's (auto-pipelined, so the status writes of
  * concurrent reconciles share round trips), the queues' producer, one subscriber, and any more a
- * part asks for (BullMQ workers and subscribers need their own). All are cut together.
+ * part asks for (BullMQ workers and subscribers need their own). Every one is made from the same
+ * target and client settings ({@link redisOptions}: a single node or a Sentinel-watched master,
+ * TLS, ACL user), and all are cut together.
  */
 export class Connections {
   readonly store: Redis;
   readonly queue: Redis;
   readonly subscriber: Redis;
+  /** The URL taken apart (its `masked` form is the one to show). */
+  readonly target: RedisTarget;
   private readonly all: Redis[] = [];
 
+  /** Throws a `RedisConfigError` when `url` is not a Redis URL regsync can use. */
   constructor(
-    private readonly url: string,
+    url: string,
     private readonly logger: Logger,
+    private readonly settings: RedisClientSettings = {},
   ) {
+    this.target = parseRedisUrl(url);
     this.store = this.connect({ maxRetriesPerRequest: 3, enableAutoPipelining: true });
     this.queue = this.connect({ maxRetriesPerRequest: null });
     this.subscriber = this.connect({ maxRetriesPerRequest: null });
@@ -30,10 +63,19 @@ export class Connections {
 
   /** A new connection of this process, cut with the others. */
   connect(settings: ConnectionSettings): Redis {
-    const redis = new Redis(this.url, settings);
-    redis.on('error', (err) => this.logger.warn({ err }, 'redis connection error'));
+    const redis = openRedis(this.target, this.settings, settings, this.logger);
     this.all.push(redis);
     return redis;
+  }
+
+  /**
+   * Resolves once the first connections are ready; rejects with a `RedisUnreachableError` when they
+   * are not within the start bound ({@link RedisClientSettings.connectTimeoutMs}, default 5 s) or fail
+   * in a way no retry mends. Called once at start, so a process never waits on Redis in silence.
+   */
+  async ready(): Promise<void> {
+    const bound = this.settings.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS;
+    await Promise.all([this.store, this.queue, this.subscriber].map((redis) => waitForRedis(redis, this.target, bound)));
   }
 
   /** Cuts every connection at once (no QUIT round trip: Redis may be gone). */

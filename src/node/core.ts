@@ -36,7 +36,9 @@ export interface CoreSettings {
 
 /**
  * Which shards this process leads, as its shard coordinator says once the worker role attached
- * one; until then (and in a process without the worker role) none.
+ * one; until then (and in a process without the worker role) none. Leading here means keeping the
+ * shard's copies alive (`ShardCoordinator.keepsAlive`): it lasts through the lease grace while
+ * Redis does not answer, so that a failover does not let copies expire.
  */
 export class Leadership {
   private coordinator: ShardCoordinator | undefined;
@@ -45,7 +47,9 @@ export class Leadership {
     this.coordinator = coordinator;
   }
 
-  readonly leads = (shard: number): boolean => this.coordinator?.isLeading(shard) ?? false;
+  readonly leads = (shard: number): boolean => this.coordinator?.keepsAlive(shard) ?? false;
+  /** Whether the shard's lease is valid by its local deadline (no grace): for registering lost copies again. */
+  readonly holdsLease = (shard: number): boolean => this.coordinator?.isLeading(shard) ?? false;
   readonly soleReplica = (shard: number): boolean => this.coordinator?.soleReplica(shard) ?? false;
 }
 
@@ -85,8 +89,8 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
   const adapters = new AdapterPool((id) => store.getCluster(id), { ...kindFactories(metrics), ...settings.adapters }, logger);
   metrics.watchConnections(() => adapters.built());
   const leadership = new Leadership();
-  // Checked at every beat: a leader past its lease's local deadline sends none, even before it hears so.
-  const heartbeats = new HeartbeatScheduler({ logger, observer, mayBeat: (key) => leadership.leads(shardOfKey(key)) });
+  // Checked at every beat: a leader past its lease's local deadline (and grace) sends none, even before it hears so.
+  const heartbeats = new HeartbeatScheduler({ logger, observer, mayBeat: (key) => leadership.leads(shardOfKey(key)), mayRegister: (key) => leadership.holdsLease(shardOfKey(key)) });
   const queues = new ShardQueues({ connection: connections.queue, prefix: redisKeys.queues(prefix), changeDelayMs: settings.changeDelayMs }, shardOfKey);
   const liveSets = new LiveSets(redis, prefix);
   // A replacement for a dead worker may be given shards before the dead one's membership lapses (a lease TTL).

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { CmdbCache } from '../cmdb/cache.js';
-import { createShardCoordinator, type ShardCoordinator } from '../coord/index.js';
+import { createShardCoordinator, DEFAULT_LEASE_TTL_MS, type ShardCoordinator } from '../coord/index.js';
 import type { ControlMessage } from '../engine/control-bus.js';
 import type { SyncEngine } from '../engine/sync-engine.js';
 import { ShardWorker } from '../queue/shard-queue.js';
@@ -17,6 +17,8 @@ export interface WorkerSettings {
   /** Every role of this process (recorded in its membership). */
   roles: readonly string[];
   leaseTtlMs?: number | undefined;
+  /** How long a leader keeps its copies alive while Redis does not answer, ms; default three lease TTLs. */
+  redisGraceMs?: number | undefined;
   /** Reconciles at once in this process, shared among the shards it serves (at least 4 each). Default 32. */
   concurrency?: number | undefined;
   cmdb?: { cache: CmdbCache; describe: string } | undefined;
@@ -46,6 +48,7 @@ export async function startWorkerRole(core: NodeCore, connections: Connections, 
     shards: core.deployment.shards,
     replicas: core.deployment.replicas,
     leaseTtlMs: settings.leaseTtlMs,
+    leaseGraceMs: settings.redisGraceMs ?? 3 * (settings.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS),
     logger: settings.logger,
     status: workerStatus(core, settings.cmdb),
   });

@@ -17,9 +17,10 @@ import {
 import { waitUntil } from '../support/wait-until.js';
 
 /*
- * Redis gone for longer than the lease TTL: the worker beats what it owns only while its leases are
- * valid by their local deadline, then stops (no one else can know it still beats); when Redis is
- * back it leads again, beats again, and nothing is duplicated.
+ * Redis gone for longer than the lease TTL and its grace: the worker beats what it owns while its
+ * leases are valid by their local deadline and for the grace after it (three lease TTLs), then stops
+ * (no one else can know it still beats); when Redis is back it leads again, beats again, and nothing
+ * is duplicated.
  */
 describe('Redis lost and back', () => {
   let redis: RedisServer;
@@ -52,7 +53,7 @@ describe('Redis lost and back', () => {
     expect(node.heartbeats.stats().entries).toBe(1);
 
     await redis.stop();
-    // The leases' local deadlines pass without a renewal: leadership and beats end.
+    // The leases' local deadlines and their grace pass without a renewal: leadership and beats end.
     await waitUntil(() => node.coordinator?.ledShards().length === 0, { timeoutMs: 10_000, message: 'no shard led while Redis is down' });
     expect(node.heartbeats.stats().entries).toBe(0);
 

@@ -1,4 +1,4 @@
-// Makes sure the system packages the tests need are present: redis-server, dig (dnsutils), ZooKeeper (Debian's
+// Makes sure the system packages the tests need are present: redis-server, redis-sentinel, dig (dnsutils), ZooKeeper (Debian's
 // /usr/share/java/zookeeper.jar), java, and Debian's chromium (/usr/bin/chromium), which
 // playwright-core drives in the dashboard's browser test (Debian's build, because Playwright's own
 // browser download comes from a host outside the package registries). Plain Node ESM with node:
@@ -43,6 +43,8 @@ function findExecutable(name) {
 export function missingSystemPackages({ chromium = true } = {}) {
   const missing = [];
   if (!findExecutable('redis-server')) missing.push('redis-server');
+  // The Sentinel failover tests run Debian's redis-sentinel (a primary, a replica, three sentinels).
+  if (!findExecutable('redis-sentinel')) missing.push('redis-sentinel');
   const zookeeperMissing = !existsSync(ZOOKEEPER_JAR);
   if (zookeeperMissing) missing.push('zookeeper');
   if (!findExecutable('java') && !zookeeperMissing) missing.push('default-jre-headless');
@@ -98,7 +100,7 @@ function install(packages) {
 }
 
 /**
- * Checks for redis-server, ZooKeeper, java, chromium and dig; installs what is missing with apt-get when running as root
+ * Checks for redis-server, redis-sentinel, ZooKeeper, java, chromium and dig; installs what is missing with apt-get when running as root
  * on a machine that has apt-get, otherwise prints `regsync tests need: apt-get install -y ...`.
  *
  * @param {{chromium?: boolean}} [options] see {@link missingSystemPackages}.
@@ -108,7 +110,7 @@ export function ensureSystemPackages(options = {}) {
   let missing = missingSystemPackages(options);
   if (missing.length === 0) {
     console.log(
-      `regsync tests: system packages present (redis-server ${findExecutable('redis-server')}, ` +
+      `regsync tests: system packages present (redis-server ${findExecutable('redis-server')}, redis-sentinel ${findExecutable('redis-sentinel')}, ` +
         `zookeeper ${ZOOKEEPER_JAR}, java ${findExecutable('java')}, dig ${findExecutable('dig')}` +
         `${options.chromium === false ? '' : `, chromium ${CHROMIUM}`})`,
     );

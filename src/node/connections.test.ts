@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { silentLogger } from '../log.js';
+import { redisPerTest } from '../../test/support/redis-per-test.js';
+import { waitUntil } from '../../test/support/wait-until.js';
+import { openRedis } from './connections.js';
+import { parseRedisUrl } from './redis-target.js';
+
+const server = redisPerTest();
+
+describe('openRedis', () => {
+  it('survives a stream that errs twice (a failed TLS handshake does), where ioredis listens once', async () => {
+    const redis = openRedis(parseRedisUrl(server.server.url), {}, { maxRetriesPerRequest: 0 }, silentLogger());
+    try {
+      await waitUntil(() => redis.status === 'ready', { message: 'the connection ready' });
+      const stream = redis.stream;
+      expect(() => {
+        stream.emit('error', new Error('certificate verify failed'));
+        stream.emit('error', new Error('tlsv1 alert decode error'));
+      }).not.toThrow();
+    } finally {
+      redis.disconnect();
+    }
+  });
+});
