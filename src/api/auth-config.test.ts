@@ -50,9 +50,11 @@ describe('REGSYNC_API_TOKENS', () => {
   });
 
   it('names the entry and the problem, never the token', () => {
-    expect(errorOf(() => parseApiTokensEnv(`admin:${ADMIN},write:${READ}`))).toBe('REGSYNC_API_TOKENS entry 2: the scope must be read or admin');
+    expect(errorOf(() => parseApiTokensEnv(`admin:${ADMIN},write:${READ}`))).toBe('REGSYNC_API_TOKENS entry 2: the scope must be read or admin (entries are scope:token or name:scope:token)');
+    // A name and a scope with the token left out says so, with the form to write.
+    expect(errorOf(() => parseApiTokensEnv('ops:admin'))).toBe('REGSYNC_API_TOKENS entry 1: a name and a scope but no token: write name:scope:token (ops:admin:<token>) or scope:token (admin:<token>)');
     // A swapped entry puts the token where the scope goes: it must not be quoted.
-    expect(errorOf(() => parseApiTokensEnv(`${ADMIN}:admin`))).toBe('REGSYNC_API_TOKENS entry 1: the scope must be read or admin');
+    expect(errorOf(() => parseApiTokensEnv(`${ADMIN}:admin`))).toBe('REGSYNC_API_TOKENS entry 1: the scope must be read or admin (entries are scope:token or name:scope:token)');
     expect(errorOf(() => parseApiTokensEnv(ADMIN))).toMatch(/^REGSYNC_API_TOKENS entry 1: expected scope:token or name:scope:token/);
     expect(errorOf(() => parseApiTokensEnv('admin:short'))).toBe('REGSYNC_API_TOKENS entry 1: the token is shorter than 16 characters');
     expect(errorOf(() => parseApiTokensEnv(`a b:admin:${ADMIN}`))).toMatch(/entry 1: the name must be/);

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
-import { API_SCOPES, TOKEN_NAME_PATTERN, tokenProblem, type ApiScope, type ApiToken } from './auth-tokens.js';
+import { API_SCOPES, MIN_TOKEN_LENGTH, TOKEN_NAME_PATTERN, tokenProblem, type ApiScope, type ApiToken } from './auth-tokens.js';
 
 /** The environment variable holding tokens: `scope:token` or `name:scope:token`, comma-separated. */
 export const API_TOKENS_ENV = 'REGSYNC_API_TOKENS';
@@ -31,8 +31,12 @@ export function parseApiTokensEnv(value: string, source = API_TOKENS_ENV): ApiTo
       throw new ApiTokensError(`${where}: expected scope:token or name:scope:token (scope read or admin)`);
     }
     const [name, scope, token] = parts.length === 3 ? (parts as [string, string, string]) : [undefined, parts[0] as string, parts[1] as string];
+    // `ops:admin`: a name and a scope, the token left out (the value is not quoted: it may be a token).
+    if (parts.length === 2 && !isScope(parts[0] ?? '') && isScope(parts[1] ?? '') && (parts[0] ?? '').length < MIN_TOKEN_LENGTH) {
+      throw new ApiTokensError(`${where}: a name and a scope but no token: write name:scope:token (ops:admin:<token>) or scope:token (admin:<token>)`);
+    }
     // The value is not quoted: a swapped entry (token:scope) would put the token there.
-    if (!isScope(scope)) throw new ApiTokensError(`${where}: the scope must be read or admin`);
+    if (!isScope(scope)) throw new ApiTokensError(`${where}: the scope must be read or admin (entries are scope:token or name:scope:token)`);
     let tokenName: string;
     if (name === undefined) {
       unnamed[scope] += 1;

@@ -153,6 +153,7 @@ export async function runDemo(opts: DemoOptions): Promise<void> {
     `  shanghai registry  ${registries.shanghai?.url}   gRPC ${registries.shanghai?.grpcEndpoint ?? 'off'}`,
     `  beijing registry   ${registries.beijing?.url}   gRPC ${registries.beijing?.grpcEndpoint ?? 'off'}`,
     `  regsync REST API   ${api}   (tasks from tasks/demo.yaml)`,
+    `  regsync dashboard  ${api}/   (open it in a browser)`,
     '',
     'Registered through the Nacos SDK: orders in both regions, payments in shanghai only. Now:',
     ...listing()

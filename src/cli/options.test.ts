@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { parseDuration } from './options.js';
+import { parseDuration, parseListen, parseServerUrl } from './options.js';
 
 describe('parseDuration', () => {
   it('reads ms, s, m and h, and combinations largest first', () => {
@@ -19,5 +19,23 @@ describe('parseDuration', () => {
       expect(() => parseDuration(bad), bad).toThrow(InvalidArgumentError);
     }
     expect(parseDuration('596h')).toBe(596 * 3_600_000);
+  });
+});
+
+describe('parseListen', () => {
+  it('reads host:port and [v6]:port, and says what is wrong with the rest', () => {
+    expect(parseListen('127.0.0.1:8080')).toEqual({ host: '127.0.0.1', port: 8080 });
+    expect(parseListen('[::1]:0')).toEqual({ host: '::1', port: 0 });
+    expect(() => parseListen('127.0.0.1:99999')).toThrow('invalid --listen "127.0.0.1:99999": the port must be from 0 to 65535 (0: any free port)');
+    expect(() => parseListen('nowhere', '--metrics-listen')).toThrow('invalid --metrics-listen "nowhere": expected host:port (IPv6 in brackets: [::1]:8080)');
+  });
+});
+
+describe('parseServerUrl', () => {
+  it('takes an http(s) URL, or host:port as http://host:port', () => {
+    expect(parseServerUrl('https://regsync.internal:8443/')).toBe('https://regsync.internal:8443');
+    expect(parseServerUrl('127.0.0.1:8080')).toBe('http://127.0.0.1:8080');
+    expect(() => parseServerUrl('ftp://x')).toThrow('expected an http:// or https:// URL, got ftp://');
+    expect(() => parseServerUrl('http://[bad')).toThrow(InvalidArgumentError);
   });
 });

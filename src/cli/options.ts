@@ -60,10 +60,28 @@ export function parsePositiveInt(value: string): number {
 
 /** Parses `host:port` (IPv6 in brackets); `option` names the option in the error. */
 export function parseListen(value: string, option = '--listen'): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value.trim());
-  const port = Number(m?.[3]);
-  if (!m || !Number.isInteger(port) || port > 65535) throw new Error(`invalid ${option} "${value}": expected host:port`);
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(value.trim());
+  if (!m) throw new Error(`invalid ${option} "${value}": expected host:port (IPv6 in brackets: [::1]:8080)`);
+  const port = Number(m[3]);
+  if (!Number.isInteger(port) || port > 65535) throw new Error(`invalid ${option} "${value}": the port must be from 0 to 65535 (0: any free port)`);
   return { host: (m[1] ?? m[2]) as string, port };
+}
+
+/**
+ * Parses `--server`: an http(s) URL of the regsync REST API; `host:port` alone means
+ * `http://host:port`. Anything else is refused with the form expected.
+ */
+export function parseServerUrl(value: string): string {
+  const text = value.trim().replace(/\/+$/, '');
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`;
+  let url: URL;
+  try {
+    url = new URL(withScheme);
+  } catch {
+    throw new InvalidArgumentError('expected the URL of the regsync REST API, such as http://127.0.0.1:8080 (or 127.0.0.1:8080)');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError(`expected an http:// or https:// URL, got ${url.protocol}//`);
+  return withScheme;
 }
 
 /**

@@ -100,6 +100,8 @@ describe('regsync demo', () => {
       expect(out).toMatch(/beijing\s+consumer 10\.0\.2\.200 \(site bj\) gets 10\.0\.2\.21:8080\n/);
       // The same service over DNS, and a shanghai consumer's view of it through the subnet dig sends.
       expect(out).toContain('orders.svc.regsync.internal A -> 10.0.1.11, 10.0.2.21');
+      const dashboard = /regsync dashboard\s+(http:\/\/\S+)/.exec(out)?.[1];
+      expect((await fetch(dashboard as string)).headers.get('content-type')).toMatch(/^text\/html/);
       const port = /dig @127\.0\.0\.1 -p (\d+) orders\.svc\.regsync\.internal \+short\n/.exec(out)?.[1];
       expect(port).toBeDefined();
       const dig = await run('dig', ['@127.0.0.1', '-p', port as string, '+short', '+time=5', '+tries=1', '+subnet=10.0.1.200/32', 'orders.svc.regsync.internal']);
