@@ -228,7 +228,7 @@ describe('dashboard routes', () => {
     const res = await get('/api/v1/clusters:status');
     expect(res.statusCode).toBe(200);
     expect((res.json() as { items: unknown[] }).items).toEqual([
-      { id: 'a', reachability: 'ok', tasks: ['big', 'quiet'], reached: 250, unreached: 0, lastError: null },
+      { id: 'a', reachability: 'ok', tasks: ['big', 'quiet'], reached: 250, unreached: 0, lastError: null, failure: null },
       {
         id: 'b',
         reachability: 'partial',
@@ -236,6 +236,7 @@ describe('dashboard routes', () => {
         reached: 225,
         unreached: 25,
         lastError: 'big public/DEFAULT_GROUP/svc-000: cannot write destination b: refused (********)',
+        failure: 'error',
       },
     ]);
   });

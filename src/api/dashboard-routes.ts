@@ -3,7 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { isUnreached, serviceKeyString, type ClusterSpec, type ServiceMapping, type TaskProblem, type TaskSpec } from '../model/index.js';
+import { isUnreached, reachFailureOf, serviceKeyString, type ReachFailure, type ClusterSpec, type ServiceMapping, type TaskProblem, type TaskSpec } from '../model/index.js';
 import { mapService } from '../model/task-rules.js';
 import type { ServiceStatus } from '../store/index.js';
 import type { RouteContext } from './api-deps.js';
@@ -64,6 +64,12 @@ export interface ClusterStatusView {
   unreached: number;
   /** One of the failures (`task namespace/group/name: message`), masked; null when none. */
   lastError: string | null;
+  /**
+   * Why it was not reached, when it was not (see `reachFailureOf`): `auth_failed`, `not_connected`,
+   * `unreachable` or `error`; the most common among the failures (ties: the first seen). Null when
+   * every reconcile reached it.
+   */
+  failure: ReachFailure | null;
 }
 
 /** What `GET /api/v1/tasks/:id/services` filters and pages by. */
@@ -159,11 +165,15 @@ export function clusterStatuses(
 ): ClusterStatusView[] {
   const secrets = clusters.map((c) => c.password);
   const views = new Map<string, ClusterStatusView>(
-    clusters.map((c) => [c.id, { id: c.id, reachability: 'unknown', tasks: [], reached: 0, unreached: 0, lastError: null }]),
+    clusters.map((c) => [c.id, { id: c.id, reachability: 'unknown', tasks: [], reached: 0, unreached: 0, lastError: null, failure: null }]),
   );
-  const failed = (view: ClusterStatusView, what: string) => {
+  const kinds = new Map<string, Map<ReachFailure, number>>();
+  const failed = (view: ClusterStatusView, what: string, failure: ReachFailure) => {
     view.unreached += 1;
     view.lastError ??= maskSecrets(what, secrets);
+    const seen = kinds.get(view.id) ?? new Map<ReachFailure, number>();
+    seen.set(failure, (seen.get(failure) ?? 0) + 1);
+    kinds.set(view.id, seen);
   };
   for (const { spec, taskProblem, statuses } of tasks) {
     const source = views.get(spec.source);
@@ -171,7 +181,9 @@ export function clusterStatuses(
     source?.tasks.push(spec.id);
     destination?.tasks.push(spec.id);
     if (spec.state === 'paused') continue;
-    if (source && taskProblem?.code === 'source_unlisted' && taskProblem.cluster === spec.source) failed(source, `${spec.id}: ${taskProblem.message}`);
+    if (source && taskProblem?.code === 'source_unlisted' && taskProblem.cluster === spec.source) {
+      failed(source, `${spec.id}: ${taskProblem.message}`, reachFailureOf({ code: 'source_unreadable', side: 'source', cluster: spec.source, message: taskProblem.message }));
+    }
     for (const s of statuses) {
       const problems = s.problems ?? [];
       const unreached = problems.filter(isUnreached);
@@ -180,14 +192,25 @@ export function clusterStatuses(
       // A destination read or write fails after the source was read; a destination that cannot even be used, before.
       const sourceRead = problems.some((p) => p.side === 'destination' && p.code !== 'cluster_unavailable');
       const what = `${spec.id} ${serviceKeyString(s.service)}: ${s.lastError ?? ''}`;
-      if (source && sourceDown) failed(source, what);
+      const failureAt = (side: 'source' | 'destination') => {
+        const problem = unreached.find((p) => p.side === side);
+        return problem === undefined ? 'error' : reachFailureOf(problem);
+      };
+      if (source && sourceDown) failed(source, what, failureAt('source'));
       else if (source && (sourceRead || s.lastSyncAt !== null)) source.reached += 1;
-      if (destination && destinationDown) failed(destination, what);
+      if (destination && destinationDown) failed(destination, what, failureAt('destination'));
       else if (destination && !sourceDown && s.lastSyncAt !== null) destination.reached += 1;
     }
   }
   for (const view of views.values()) {
     view.reachability = view.unreached === 0 ? (view.reached === 0 ? 'unknown' : 'ok') : view.reached === 0 ? 'failing' : 'partial';
+    let most = 0;
+    for (const [failure, count] of kinds.get(view.id) ?? []) {
+      if (count > most) {
+        most = count;
+        view.failure = failure;
+      }
+    }
   }
   return [...views.values()];
 }
@@ -245,7 +268,7 @@ const taskSummarySchema = {
 
 const clusterStatusSchema = {
   type: 'object',
-  required: ['id', 'reachability', 'tasks', 'reached', 'unreached', 'lastError'],
+  required: ['id', 'reachability', 'tasks', 'reached', 'unreached', 'lastError', 'failure'],
   properties: {
     id: { type: 'string' },
     reachability: { type: 'string', enum: ['ok', 'failing', 'partial', 'unknown'] },
@@ -253,6 +276,7 @@ const clusterStatusSchema = {
     reached: { type: 'integer' },
     unreached: { type: 'integer' },
     lastError: nullableString,
+    failure: { type: ['string', 'null'], enum: ['auth_failed', 'not_connected', 'unreachable', 'error', null] },
   },
 } as const;
 

@@ -264,6 +264,7 @@ export const taskDetailView = {
                     side: { type: 'string', enum: ['source', 'destination'] },
                     cluster: { type: 'string' },
                     message: { type: 'string' },
+                    cause: { type: 'string', description: 'The stable code of the registry error behind it (nacos-auth-failed, kubernetes-timeout), where it had one.' },
                   },
                 },
               },

@@ -15,9 +15,23 @@ export function reachabilityBadge(status: ClusterStatus | undefined): HTMLElemen
     case 'ok':
       return badge('reachable', 'ok', why);
     case 'partial':
-      return badge('partly unreachable', 'warn', why);
+      return badge(`partly ${failureLabel(status.failure)}`, 'warn', why);
     case 'failing':
-      return badge('unreachable', 'bad', why);
+      return badge(failureLabel(status.failure), 'bad', why);
+  }
+}
+
+/** The words for why a cluster was not reached. */
+function failureLabel(failure: ClusterStatus['failure']): string {
+  switch (failure) {
+    case 'auth_failed':
+      return 'auth failed';
+    case 'not_connected':
+      return 'not connected';
+    case 'error':
+      return 'failing';
+    default:
+      return 'unreachable';
   }
 }
 

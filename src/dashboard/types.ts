@@ -32,6 +32,8 @@ export interface ClusterStatus {
   reached: number;
   unreached: number;
   lastError: string | null;
+  /** Why it was not reached: credentials refused, no usable connection yet, no answer, or another error. */
+  failure: 'auth_failed' | 'not_connected' | 'unreachable' | 'error' | null;
 }
 
 export type TaskState = 'running' | 'paused' | 'error';

@@ -75,14 +75,14 @@ describe('Reconciler', () => {
       source(ips(1));
       store.clusters.delete('b');
       await expect(worker.reconcile()).rejects.toThrow('cluster b does not exist');
-      expect(status()?.problems).toEqual([{ code: 'cluster_unavailable', side: 'destination', cluster: 'b', message: 'cannot use destination b: cluster b does not exist' }]);
+      expect(status()?.problems).toEqual([{ code: 'cluster_unavailable', side: 'destination', cluster: 'b', message: 'cannot use destination b: cluster b does not exist', cause: 'unknown_cluster' }]);
       expect(status()?.lastError).toBe('cannot use destination b: cluster b does not exist');
     });
 
     it('blames the source for a source that cannot be used', async () => {
       store.clusters.delete('a');
       await expect(worker.reconcile()).rejects.toThrow('cluster a does not exist');
-      expect(status()?.problems).toEqual([{ code: 'cluster_unavailable', side: 'source', cluster: 'a', message: 'cannot use source a: cluster a does not exist' }]);
+      expect(status()?.problems).toEqual([{ code: 'cluster_unavailable', side: 'source', cluster: 'a', message: 'cannot use source a: cluster a does not exist', cause: 'unknown_cluster' }]);
     });
 
     it('names the destination when its read fails', async () => {
@@ -226,7 +226,7 @@ describe('Reconciler', () => {
       source(ips(1));
       b.failWrites = new WriteRefusedError('not-owned', 'service orders is not regsync\'s');
       expect(await worker.reconcile()).toEqual({ kind: 'refused', reason: "service orders is not regsync's" });
-      expect(status()?.problems).toEqual([{ code: 'write_refused', side: 'destination', cluster: 'b', message: "cannot write destination b: service orders is not regsync's" }]);
+      expect(status()?.problems).toEqual([{ code: 'write_refused', side: 'destination', cluster: 'b', message: "cannot write destination b: service orders is not regsync's", cause: 'not-owned' }]);
     });
 
     it('rejects when a write fails, naming the destination', async () => {

@@ -447,7 +447,7 @@ export class Reconciler {
       await destination.apply(run.target, { upsert: plan.upsert, remove: plan.remove, ...desired });
     } catch (err) {
       const refused = err instanceof WriteRefusedError;
-      const problem: Problem = { code: refused ? 'write_refused' : 'destination_unwritable', side: 'destination', cluster, message: `cannot write destination ${cluster}: ${messageOf(err)}` };
+      const problem: Problem = withCause({ code: refused ? 'write_refused' : 'destination_unwritable', side: 'destination', cluster, message: `cannot write destination ${cluster}: ${messageOf(err)}` }, err);
       await this.recordProblem(run, problem);
       // Refused for good: the status says why, and the next full sync tries again; retrying now cannot succeed.
       throw refused ? new RefusedRun(messageOf(err)) : new PhaseFailure(problem.message, { cause: err });
@@ -575,7 +575,7 @@ export class Reconciler {
 
   /** Records a phase's problem and stops the run with it (the reconcile rejects with `cause`). */
   private async fail(run: Run, problem: Problem, cause: unknown): Promise<never> {
-    await this.recordProblem(run, problem);
+    await this.recordProblem(run, withCause(problem, cause));
     throw new PhaseFailure(problem.message, { cause });
   }
 
@@ -694,4 +694,10 @@ function firstEmptyRead(guard: GuardState, previous: ServiceStatus | undefined):
 function withoutEmptySince(guard: GuardState): GuardState {
   const { emptySince: _emptySince, ...rest } = guard;
   return rest;
+}
+
+/** The problem with the registry error's stable `code` (`nacos-auth-failed`, `kubernetes-timeout`) as its cause, where the error has one. */
+function withCause(problem: Problem, err: unknown): Problem {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.length <= 64 && problem.cause === undefined ? { ...problem, cause: code } : problem;
 }

@@ -46,6 +46,24 @@ export interface Problem {
   side: 'source' | 'destination';
   cluster: string;
   message: string;
+  /** The stable code of the registry error behind it (`nacos-auth-failed`, `kubernetes-timeout`), where it had one. */
+  cause?: string | undefined;
+}
+
+/**
+ * Why a cluster could not be reached, from a problem that says it was not ({@link isUnreached}):
+ * `auth_failed` (credentials refused: the cause names auth, or the registry answered 401/403),
+ * `not_connected` (the adapter has no usable connection or cache yet: closed, not ready),
+ * `unreachable` (no answer: refused, reset, timed out), else `error`.
+ */
+export type ReachFailure = 'auth_failed' | 'not_connected' | 'unreachable' | 'error';
+
+export function reachFailureOf(problem: Problem): ReachFailure {
+  const cause = problem.cause ?? '';
+  if (/auth/.test(cause) || /\b(?:401|403)\b|unauthori[sz]ed|forbidden|wrong password|authentication/i.test(problem.message)) return 'auth_failed';
+  if (/-(?:not-ready|closed)$/.test(cause)) return 'not_connected';
+  if (/-(?:unreachable|unavailable|timeout)$/.test(cause)) return 'unreachable';
+  return 'error';
 }
 
 /**

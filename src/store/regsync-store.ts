@@ -608,7 +608,7 @@ function storedStatus(status: ServiceStatus): ServiceStatus {
     lastSyncAt: status.lastSyncAt,
     lagMs: status.lagMs,
     lastError: status.lastError,
-    ...(status.problems !== undefined ? { problems: status.problems.map((p) => ({ code: p.code, side: p.side, cluster: p.cluster, message: p.message })) } : {}),
+    ...(status.problems !== undefined ? { problems: status.problems.map((p) => ({ code: p.code, side: p.side, cluster: p.cluster, message: p.message, ...(p.cause !== undefined ? { cause: p.cause } : {}) })) } : {}),
     ...(status.sourceDigest !== undefined ? { sourceDigest: status.sourceDigest } : {}),
     ...(status.held ? { held: storedHeld(status.held) } : {}),
   };
