@@ -277,6 +277,18 @@ export const taskDetailView = {
                   since: { type: 'string' },
                   confirm: { type: 'string' },
                   peak: { type: 'integer', description: 'The most copies within the guard window, when more than `copies`.' },
+                  addresses: { type: 'array', items: { type: 'string' }, description: 'The copies Release would remove (ip:port#cluster), at most 100.' },
+                },
+              },
+              skipped: {
+                type: 'object',
+                description: 'Source instances not copied, by reason: marked (already passed through the destination), foreign (another tool\'s copy), unhealthy, disabled, conflicting (address taken by an instance the task does not own).',
+                properties: {
+                  marked: { type: 'integer' },
+                  foreign: { type: 'integer' },
+                  unhealthy: { type: 'integer' },
+                  disabled: { type: 'integer' },
+                  conflicting: { type: 'integer' },
                 },
               },
             },

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { serviceKeyString, type ClusterSpec, type HeldDeletion, type Problem, type TaskSpec } from '../model/index.js';
+import { serviceKeyString, type ClusterSpec, type HeldDeletion, type Problem, type SkippedCounts, type TaskSpec } from '../model/index.js';
 import { mapService } from '../model/task-rules.js';
 import type { ServiceStatus } from '../store/index.js';
 
@@ -43,8 +43,10 @@ export interface ServiceStatusView {
   problems: Problem[];
   /** Where the copies go (`namespace/group/name`), when the task maps names. */
   destination?: string;
-  /** A mass deletion held back until confirmed, or null. */
+  /** A mass deletion held back until confirmed (with the copies Release would remove), or null. */
   held: HeldDeletion | null;
+  /** Why source instances have no copy, by reason (absent: every one was copied). */
+  skipped?: SkippedCounts;
 }
 
 /** A task with its status, as `GET /api/v1/tasks/:id` shows it. */
@@ -115,6 +117,7 @@ export function taskDetailView(
         problems: (s.problems ?? []).map((p) => ({ ...p, message: maskSecrets(p.message, secrets) })),
         ...(spec.options.mapping ? { destination: serviceKeyString(mapService(s.service, spec.options.mapping)) } : {}),
         held: s.held ?? null,
+        ...(s.skipped !== undefined ? { skipped: s.skipped } : {}),
       })),
     },
   };

@@ -147,7 +147,7 @@ export class TaskView implements View {
         'tr',
         { 'data-service': s.service, class: s.lastError !== null ? 'has-error' : null },
         h('td', {}, s.service, s.destination !== undefined ? h('small', { class: 'mapped' }, ` → ${s.destination}`) : null),
-        cell(formatCount(s.sourceInstances), { class: 'num src' }),
+        cell(formatCount(s.sourceInstances), { class: 'num src', title: skippedText(s) }),
         cell(formatCount(s.destinationInstances), { class: 'num dst' }),
         cell(formatDuration(s.lagMs), { class: 'num lag' }),
         cell(formatAgo(s.lastSyncAt, now), { title: s.lastSyncAt ?? '' }),
@@ -161,6 +161,9 @@ export class TaskView implements View {
                 'span',
                 {},
                 `${formatCount(s.held.removes)} of ${formatCount(s.held.copies)} copies, since ${formatAgo(s.held.since, now)} (${s.held.confirm}) `,
+                s.held.addresses && s.held.addresses.length > 0
+                  ? h('small', { class: 'held-addresses' }, `Release removes ${s.held.addresses.join(', ')}${s.held.addresses.length < s.held.removes ? ', ...' : ''} `)
+                  : null,
                 actionButton(
                   this.ctx,
                   this.messages,
@@ -214,4 +217,17 @@ export class TaskView implements View {
       ),
     );
   }
+}
+
+/** Why a service's source and copy counts differ, for the source cell's tooltip. */
+function skippedText(s: ServiceStatus): string {
+  const words: Record<string, string> = {
+    marked: 'already passed through the destination (loop mark)',
+    foreign: "another sync tool's copy",
+    unhealthy: 'unhealthy',
+    disabled: 'disabled',
+    conflicting: 'address taken by an instance the task does not own',
+  };
+  const parts = Object.entries(s.skipped ?? {}).map(([k, n]) => `${n} ${words[k] ?? k}`);
+  return parts.length === 0 ? '' : `not copied: ${parts.join('; ')}`;
 }

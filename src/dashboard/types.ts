@@ -64,6 +64,8 @@ export interface HeldDeletion {
   copies: number;
   since: string;
   confirm: 'read' | 'operator';
+  /** The copies Release removes (`ip:port#cluster`, at most 100). */
+  addresses?: string[];
 }
 
 export interface ServiceStatus {
@@ -75,6 +77,8 @@ export interface ServiceStatus {
   lastError: string | null;
   destination?: string;
   held: HeldDeletion | null;
+  /** Source instances not copied, by reason. */
+  skipped?: Partial<Record<'marked' | 'foreign' | 'unhealthy' | 'disabled' | 'conflicting', number>>;
 }
 
 export interface ServicePage {

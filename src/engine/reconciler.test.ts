@@ -56,6 +56,22 @@ describe('Reconciler', () => {
     expect(b.calls.filter((c) => c.startsWith('apply'))).toHaveLength(writes);
   });
 
+  it('says why source instances have no copy: unhealthy, disabled, a loop mark, an address taken', async () => {
+    a.put(SERVICE, [
+      instance('10.9.0.1'),
+      { ...instance('10.9.0.2'), healthy: false },
+      { ...instance('10.9.0.3'), enabled: false },
+      { ...instance('10.9.0.4'), metadata: { 'regsync.origin': 'b', 'regsync.path': 'b' } },
+      instance('10.9.0.5'),
+    ]);
+    b.put(SERVICE, [instance('10.9.0.5')]);
+    await worker.reconcile();
+    expect(status()).toMatchObject({ sourceInstances: 5, destinationInstances: 1, skipped: { unhealthy: 1, disabled: 1, marked: 1, conflicting: 1 } });
+    a.put(SERVICE, [instance('10.9.0.1')]);
+    await worker.reconcile();
+    expect(status()?.skipped).toBeUndefined();
+  });
+
   describe('read', () => {
     it('rejects on a failed source read, removes nothing, and names the source', async () => {
       source(ips(3));
@@ -199,6 +215,8 @@ describe('Reconciler', () => {
       at(100);
       expect(await worker.reconcile()).toMatchObject({ kind: 'synced', removes: 0, requeueAfterMs: 3_010 });
       expect(status()?.held).toMatchObject({ removes: 6, copies: 10, since: new Date(T0 + 100).toISOString() });
+      // What a release would remove, by address.
+      expect(status()?.held?.addresses).toEqual(all.slice(0, 6).map((ip) => `${ip}:8080#DEFAULT`).sort());
       source(all.slice(7));
       at(3_200);
       await worker.reconcile();

@@ -1,13 +1,14 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { RegistryAdapter } from '../model/adapter.js';
-import { problemsText, type GuardState, type Problem, type ServiceStatus, type TaskProblem } from '../model/service-status.js';
+import { problemsText, type GuardState, type Problem, type ServiceStatus, type SkippedCounts, type TaskProblem } from '../model/service-status.js';
 import {
   DEFAULT_MASS_DELETION_MIN_COPIES,
   DEFAULT_MASS_DELETION_PERCENT,
   DEFAULT_MASS_DELETION_WINDOW_MS,
   DEFAULT_MAX_INSTANCES,
   MARK_TASK,
+  MAX_HELD_ADDRESSES,
   instanceId,
   instancesDigest,
   parseServiceSyncKey,
@@ -25,7 +26,7 @@ import type { HeartbeatScheduler } from './heartbeat-scheduler.js';
 import type { LiveSets } from './live-sets.js';
 import { NOOP_OBSERVER, type EngineObserver, type ReconcileObservation, type TaskEventKind } from './observer.js';
 import type { SourceAddresses } from './source-addresses.js';
-import { diff, transform, type SyncPlan } from './transform.js';
+import { diff, transform, type SkipReason, type SyncPlan } from './transform.js';
 import { mapService, metadataFilter } from '../model/task-rules.js';
 
 /** The store operations the engine uses. */
@@ -143,6 +144,10 @@ interface Reads {
 interface Planned {
   plan: SyncPlan;
   deletion: MassDeletionVerdict | undefined;
+  /** Source instances not copied, by reason. */
+  skipped: SkippedCounts;
+  /** The removals a held deletion holds back. */
+  held: Instance[];
 }
 
 /** Thrown by a phase after it recorded its problem in the status; the reconcile rejects with `cause`. */
@@ -365,7 +370,7 @@ export class Reconciler {
     const sourceSpec = this.opts.adapters.spec(task.source) ?? (await this.opts.store.getCluster(task.source));
     const aliases = destinationSpec?.options.aliases;
     const cmdb = this.opts.cmdb;
-    const { desired } = transform(reads.sourceInstances, {
+    const { desired, skipped } = transform(reads.sourceInstances, {
       taskId,
       sourceClusterId: task.source,
       destinationClusterId: task.destination,
@@ -386,11 +391,13 @@ export class Reconciler {
     const plan = diff(desired, destinationInstances, taskId);
     const owned = destinationInstances.filter((i) => i.metadata[MARK_TASK] === taskId).length;
     const deletion = await this.guardRemovals(run, plan.remove.length, owned);
+    let held: Instance[] = [];
     if (deletion?.verdict === 'hold') {
+      held = plan.remove;
       plan.unchanged.push(...plan.remove);
       plan.remove = [];
     }
-    return { plan, deletion };
+    return { plan, deletion, skipped: skippedCounts(skipped, plan.conflicts.length), held };
   }
 
   /**
@@ -515,7 +522,7 @@ export class Reconciler {
     }
     const problems = this.planProblems(run, reads, planned);
     const lagMs = Math.max(0, Date.now() - run.since);
-    const held = deletion?.verdict === 'hold' ? deletion.held : null;
+    const held = deletion?.verdict === 'hold' ? { ...deletion.held, addresses: planned.held.slice(0, MAX_HELD_ADDRESSES).map(instanceId).sort() } : null;
     const guard = run.nextGuard === undefined ? undefined : this.opts.store.putGuard(taskId, service, run.nextGuard);
     const status = this.opts.store.putServiceStatus(taskId, {
       service,
@@ -527,6 +534,7 @@ export class Reconciler {
       problems,
       sourceDigest: instancesDigest(reads.sourceInstances),
       held,
+      ...(Object.keys(planned.skipped).length > 0 ? { skipped: planned.skipped } : {}),
     });
     await Promise.all([live.recorded, status, guard]);
     note.lagMs = lagMs;
@@ -700,4 +708,13 @@ function withoutEmptySince(guard: GuardState): GuardState {
 function withCause(problem: Problem, err: unknown): Problem {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && code.length <= 64 && problem.cause === undefined ? { ...problem, cause: code } : problem;
+}
+
+/** The transform's skips and the plan's conflicts as counts by reason, leaving out reasons that did not happen. */
+function skippedCounts(skipped: ReadonlyArray<{ reason: SkipReason }>, conflicts: number): SkippedCounts {
+  const names: Record<SkipReason, keyof SkippedCounts> = { cycle: 'marked', 'foreign-copy': 'foreign', unhealthy: 'unhealthy', disabled: 'disabled' };
+  const out: SkippedCounts = {};
+  for (const { reason } of skipped) out[names[reason]] = (out[names[reason]] ?? 0) + 1;
+  if (conflicts > 0) out.conflicting = conflicts;
+  return out;
 }

@@ -125,6 +125,25 @@ export interface ServiceStatus {
   sourceDigest?: string | undefined;
   /** A mass deletion held back until confirmed; null or absent: none. */
   held?: HeldDeletion | null | undefined;
+  /**
+   * Why source instances have no copy, by reason, counting only reasons that apply (absent: all
+   * were copied): the gap between `sourceInstances` and `destinationInstances`, explained.
+   */
+  skipped?: SkippedCounts | undefined;
+}
+
+/**
+ * Source instances the last reconcile did not copy, by reason: `marked` (the instance already
+ * passed through the destination: a loop), `foreign` (a copy another sync tool made), `unhealthy`,
+ * `disabled`, `conflicting` (its address is taken in the destination by an instance the task does
+ * not own).
+ */
+export interface SkippedCounts {
+  marked?: number | undefined;
+  foreign?: number | undefined;
+  unhealthy?: number | undefined;
+  disabled?: number | undefined;
+  conflicting?: number | undefined;
 }
 
 /**

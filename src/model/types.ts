@@ -97,7 +97,12 @@ export interface HeldDeletion {
    * removals within the window count towards the drop); absent: `copies`.
    */
   peak?: number | undefined;
+  /** The copies a release would remove (`ip:port#cluster`, at most {@link MAX_HELD_ADDRESSES}). */
+  addresses?: string[] | undefined;
 }
+
+/** How many addresses of a held deletion its status lists. */
+export const MAX_HELD_ADDRESSES = 100;
 
 export const DEFAULT_MAX_SERVICES = 50_000;
 export const DEFAULT_MAX_INSTANCES = 10_000;

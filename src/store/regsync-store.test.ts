@@ -221,6 +221,14 @@ describe('tasks', () => {
 });
 
 describe('status', () => {
+  it('keeps why instances were not copied, the causes of problems and the addresses a release removes', async () => {
+    await store.createTask(task('t1'));
+    const held = { removes: 2, copies: 4, since: '2024-01-01T00:00:00.000Z', confirm: 'read' as const, addresses: ['10.0.0.1:80#DEFAULT', '10.0.0.2:80#DEFAULT'] };
+    const problems = [{ code: 'destination_unreadable' as const, side: 'destination' as const, cluster: 'b', message: 'no', cause: 'nacos-auth-failed' }];
+    await store.putServiceStatus('t1', status('orders', { held, problems, skipped: { unhealthy: 2, marked: 1 } }));
+    expect((await store.listServiceStatus('t1'))[0]).toMatchObject({ held, problems, skipped: { unhealthy: 2, marked: 1 } });
+  });
+
   it('puts, lists sorted by service and deletes per service', async () => {
     await store.createTask(task('t1'));
     await store.putServiceStatus('t1', status('zeta'));

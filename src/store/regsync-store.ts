@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
-import { compareServiceKeys, type ClusterSpec, type HeldDeletion, type ServiceKey, type TaskOptions, type TaskSpec, type TaskState } from '../model/index.js';
+import { MAX_HELD_ADDRESSES, compareServiceKeys, type ClusterSpec, type HeldDeletion, type ServiceKey, type TaskOptions, type TaskSpec, type TaskState } from '../model/index.js';
 import { compareStrings, isClusterSpec, isGuardState, isServiceStatus, isTaskSpec, parseRecord } from './records.js';
 import { CREATE_TASKS, DELETE_TASK, PUT_CLUSTER, PUT_STATUS_IF_TASK, REPLACE_CLUSTER_IF, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
 import { SecretBox, type SecretPlace } from '../secrets/secret-box.js';
-import type { GuardState, ServiceStatus, TaskProblem } from '../model/service-status.js';
+import type { GuardState, ServiceStatus, SkippedCounts, TaskProblem } from '../model/service-status.js';
 import { StoreError } from './store-error.js';
 import { evalScript } from '../util/redis-script.js';
 import { redisKeys } from '../util/redis-keys.js';
@@ -611,11 +611,25 @@ function storedStatus(status: ServiceStatus): ServiceStatus {
     ...(status.problems !== undefined ? { problems: status.problems.map((p) => ({ code: p.code, side: p.side, cluster: p.cluster, message: p.message, ...(p.cause !== undefined ? { cause: p.cause } : {}) })) } : {}),
     ...(status.sourceDigest !== undefined ? { sourceDigest: status.sourceDigest } : {}),
     ...(status.held ? { held: storedHeld(status.held) } : {}),
+    ...(status.skipped !== undefined ? { skipped: storedSkipped(status.skipped) } : {}),
   };
 }
 
+function storedSkipped(skipped: SkippedCounts): SkippedCounts {
+  const out: SkippedCounts = {};
+  for (const k of ['marked', 'foreign', 'unhealthy', 'disabled', 'conflicting'] as const) if (typeof skipped[k] === 'number') out[k] = skipped[k];
+  return out;
+}
+
 function storedHeld(held: HeldDeletion): HeldDeletion {
-  return { removes: held.removes, copies: held.copies, since: held.since, confirm: held.confirm, ...(held.peak !== undefined ? { peak: held.peak } : {}) };
+  return {
+    removes: held.removes,
+    copies: held.copies,
+    since: held.since,
+    confirm: held.confirm,
+    ...(held.peak !== undefined ? { peak: held.peak } : {}),
+    ...(held.addresses !== undefined ? { addresses: held.addresses.slice(0, MAX_HELD_ADDRESSES) } : {}),
+  };
 }
 
 function storedGuard(guard: GuardState): GuardState {
