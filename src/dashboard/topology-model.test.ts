@@ -105,6 +105,10 @@ describe('circleLayout and arrowPath', () => {
       const outside = Math.abs(p.x - box.x) > NODE_SIZE.width / 2 || Math.abs(p.y - box.y) > NODE_SIZE.height / 2;
       expect(outside).toBe(true);
     }
+    // Alone between its pair, an arrow bends away from the middle of the drawing, whichever way it goes.
+    expect(arrowPath(a, b, { x: 300, y: 400 }).label.y).toBeLessThan(100 - 10);
+    expect(arrowPath(b, a, { x: 300, y: 400 }).label.y).toBeLessThan(100 - 10);
+    expect(arrowPath(a, b, { x: 300, y: -200 }).label.y).toBeGreaterThan(100 + 10);
     expect(there.d).toMatch(/^M [\d.]+ [\d.]+ Q [\d.]+ [\d.]+ [\d.]+ [\d.]+$/);
   });
 });

@@ -189,8 +189,8 @@ export function circleLayout(ids: readonly string[], width = 960): Layout {
     return { width, height: 120, positions };
   }
   // Neighbours at least a box's width (plus room for a label) apart along the circle...
-  const radius = Math.max(110, ((NODE_SIZE.width + 40) * n) / (2 * Math.PI));
-  const rx = Math.min(radius * 1.6, width / 2 - NODE_SIZE.width / 2 - 10);
+  const radius = Math.max(130, ((NODE_SIZE.width + 40) * n) / (2 * Math.PI));
+  const rx = Math.min(radius * 2.2, width / 2 - NODE_SIZE.width / 2 - 10);
   // ...and where the width runs out, a taller ellipse until no two neighbouring boxes touch.
   const place = (ry: number, i: number): Point => {
     const angle = -Math.PI / 2 + (2 * Math.PI * i) / n;
@@ -218,9 +218,11 @@ const round = (v: number): number => Math.round(v * 10) / 10;
 
 /**
  * An arrow from one box to another, bent to its right: the arrows of the two directions between a
- * pair bend to opposite sides and never overlap. An arrow from a box to itself is a loop above it.
+ * pair bend to opposite sides and never overlap. An arrow alone between its pair bends instead away
+ * from `away` (the middle of the drawing), so that the labels of a ring sit outside it rather than
+ * crowd its centre. An arrow from a box to itself is a loop above it.
  */
-export function arrowPath(from: Point, to: Point): ArrowPath {
+export function arrowPath(from: Point, to: Point, away?: Point): ArrowPath {
   if (from.x === to.x && from.y === to.y) {
     const top = from.y - NODE_SIZE.height / 2;
     const start = { x: from.x - 20, y: top - 2 };
@@ -231,9 +233,17 @@ export function arrowPath(from: Point, to: Point): ArrowPath {
   const dx = to.x - from.x;
   const dy = to.y - from.y;
   const len = Math.hypot(dx, dy);
-  // The right-hand normal of the direction (y grows downwards in SVG).
+  const mid = { x: (from.x + to.x) / 2, y: (from.y + to.y) / 2 };
+  // The right-hand normal of the direction (y grows downwards in SVG)...
+  let nx = -dy / len;
+  let ny = dx / len;
+  // ...or the one pointing away from `away`.
+  if (away !== undefined && nx * (mid.x - away.x) + ny * (mid.y - away.y) < 0) {
+    nx = -nx;
+    ny = -ny;
+  }
   const bend = Math.max(28, len * 0.16);
-  const control = { x: (from.x + to.x) / 2 - (dy / len) * bend, y: (from.y + to.y) / 2 + (dx / len) * bend };
+  const control = { x: mid.x + nx * bend, y: mid.y + ny * bend };
   const start = exitTowards(from, control, 3);
   const end = exitTowards(to, control, 7);
   const label = { x: 0.25 * start.x + 0.5 * control.x + 0.25 * end.x, y: 0.25 * start.y + 0.5 * control.y + 0.25 * end.y };

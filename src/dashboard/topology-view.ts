@@ -44,11 +44,15 @@ export function topologySvg(topology: Topology): Element {
       svg('marker', { id: `arrow-${tone}`, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 8, markerHeight: 8, orient: 'auto-start-reverse', class: `tone-${tone}` }, svg('path', { d: 'M 0 0 L 10 5 L 0 10 z' })),
     ),
   );
-  const edges = bundleEdges(topology.edges).map((bundle) => {
+  const bundles = bundleEdges(topology.edges);
+  const pairs = new Set(bundles.map((b) => JSON.stringify([b.source, b.destination])));
+  const middle = { x: layout.width / 2, y: layout.height / 2 };
+  const edges = bundles.map((bundle) => {
     const from = layout.positions.get(bundle.source);
     const to = layout.positions.get(bundle.destination);
     if (from === undefined || to === undefined) return undefined;
-    const path = arrowPath(from, to);
+    const reversed = pairs.has(JSON.stringify([bundle.destination, bundle.source]));
+    const path = arrowPath(from, to, reversed ? undefined : middle);
     const first = bundle.edges[0];
     const attrs: Record<string, string | number> = {
       class: `edge tone-${bundle.tone}`,
@@ -62,6 +66,8 @@ export function topologySvg(topology: Topology): Element {
       attrs,
       svg('title', {}, bundleTitle(bundle)),
       svg('path', { d: path.d, class: 'edge-line', 'marker-end': `url(#arrow-${bundle.tone})` }),
+      // A wide invisible stroke along the line: a thin curve is hard to hit with a pointer.
+      svg('path', { d: path.d, class: 'edge-hit' }),
       svg('text', { x: path.label.x, y: path.label.y, class: 'edge-label', 'text-anchor': 'middle', 'dominant-baseline': 'middle' }, bundleLabel(bundle)),
     );
   });
