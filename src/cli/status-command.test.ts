@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildTopology, type TaskInput } from '../dashboard/topology-model.js';
-import { formatStatusDot, formatStatusText } from './status-command.js';
+import * as dashboard from '../dashboard/topology-model.js';
+import { buildTopology, formatLag, formatStatusDot, formatStatusText, type TaskInput } from './status-command.js';
 
 const task = (id: string, source: string, destination: string, extra: Partial<TaskInput> = {}): TaskInput => ({
   id,
@@ -33,6 +33,23 @@ const ring = buildTopology(
     task('held-one', 'a', 'c', { state: 'error', failing: 1, held: 1 }),
   ],
 );
+
+describe('the graph model', () => {
+  it('is the dashboard\'s: the same clusters, tasks and tones from the same answers', () => {
+    const clusters = [{ id: 'b', kind: 'nacos' }, { id: 'a', kind: 'zookeeper' }];
+    const statuses = [{ id: 'a', reachability: 'failing' as const }];
+    const tasks = [
+      task('z', 'a', 'b'),
+      task('y', 'b', 'a', { state: 'error', failing: 2, held: 1 }),
+      task('x', 'a', 'gone', { state: 'error', failing: 1, held: 1 }),
+      task('w', 'b', 'a', { state: 'paused', error: 'old' }),
+      task('v', 'b', 'a', { state: 'error', error: 'rules', failing: 0 }),
+    ];
+    for (const s of [statuses, undefined]) expect(buildTopology(clusters, s, tasks)).toEqual(dashboard.buildTopology(clusters, s, tasks));
+    expect(buildTopology(clusters, statuses, tasks).edges.map((e) => e.tone)).toEqual(['running', 'held', 'failing', 'paused', 'failing']);
+    for (const ms of [null, 0, 999.6, 1_500, 12_000, 61_000, 7_200_000]) expect(formatLag(ms)).toBe(dashboard.formatLag(ms));
+  });
+});
 
 describe('regsync status as text', () => {
   it('prints a line per cluster with kind and health, and a line per task with state, copies, lag and its mark', () => {
