@@ -127,6 +127,15 @@ describe.skipIf(browserMissing)('the topology on the dashboard', () => {
     await page.locator('#topology [data-node="c"]').click();
     await page.waitForURL(/#\/clusters\/c$/);
     await page.locator('tr[data-cluster="c"].selected .reachability', { hasText: 'unreachable' }).waitFor();
+  });
+
+  it('bundles two tasks of one direction between one pair into one arrow with a count', async () => {
+    await defineTask(url, 'a-to-b-payments', 'a', 'b', 'payments');
+    await page.goto(`${url}/#/tasks`);
+    await edge('a', 'b').and(page.locator('[data-tasks="a-to-b a-to-b-payments"]')).waitFor();
+    expect(await edge('a', 'b').locator('.edge-label').textContent()).toMatch(/^2 tasks/);
+    expect(await page.locator('#topology [data-edge]').count()).toBe(3);
+    expect(await edge('a', 'b').locator('title').textContent()).toContain('a-to-b-payments: a → b');
     expect(pageErrors).toEqual([]);
   });
 });
