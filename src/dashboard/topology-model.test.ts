@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { arrowPath, buildTopology, bundleEdges, bundleLabel, circleLayout, edgeTone, NODE_SIZE, type TaskInput } from './topology-model.js';
+import { arrowPath, buildTopology, bundleEdges, bundleLabel, circleLayout, edgeTone, findHub, NODE_SIZE, type TaskInput } from './topology-model.js';
 
 const task = (id: string, source: string, destination: string, extra: Partial<TaskInput> = {}): TaskInput => ({
   id,
@@ -90,6 +90,23 @@ describe('circleLayout and arrowPath', () => {
           expect(apart, `${n} nodes: c${i} and c${j} overlap`).toBe(true);
         }
       }
+    }
+  });
+
+  it('puts the hub of a star in the middle, its boxes clear of the others; a ring has no hub', () => {
+    const clusters = ['hub', 'a', 'b', 'c', 'd', 'e'].map((id) => ({ id, kind: 'nacos' }));
+    const star = buildTopology(clusters, [], [...'abcde'].map((id) => task(`to-${id}`, 'hub', id)).concat(task('back', 'a', 'hub')));
+    expect(findHub(star)).toBe('hub');
+    const ring = buildTopology(clusters, [], [task('1', 'hub', 'a'), task('2', 'a', 'b'), task('3', 'b', 'c'), task('4', 'c', 'd'), task('5', 'd', 'e'), task('6', 'e', 'hub')]);
+    expect(findHub(ring)).toBeUndefined();
+    expect(findHub(buildTopology(clusters.slice(0, 3), [], [task('1', 'hub', 'a'), task('2', 'hub', 'b')]))).toBeUndefined();
+
+    const { width, height, positions } = circleLayout(star.nodes.map((n) => n.id), 960, 'hub');
+    expect(positions.get('hub')).toEqual({ x: width / 2, y: height / 2 });
+    const hub = positions.get('hub')!;
+    for (const id of 'abcde') {
+      const p = positions.get(id)!;
+      expect(Math.abs(p.x - hub.x) >= NODE_SIZE.width || Math.abs(p.y - hub.y) >= NODE_SIZE.height, `${id} overlaps the hub`).toBe(true);
     }
   });
 

@@ -172,15 +172,52 @@ export interface Layout {
 }
 
 /** Width and height of a node's box in the drawing. */
-export const NODE_SIZE = { width: 150, height: 42 } as const;
+export const NODE_SIZE = { width: 176, height: 42 } as const;
 
 /**
- * Nodes on a circle, in id order, the first at the top: a ring reads as a ring, a hub's destinations
- * spread around it, and no two nodes share a spot. The circle grows with the number of nodes so that
- * neighbouring boxes do not touch; the drawing is `width` wide (scaled to its container) and as high
- * as the circle needs.
+ * The hub of a star: the node tied by tasks (either way) to most of the others, when there are at
+ * least four nodes and it is tied to at least three of them and to 60% of the others; undefined
+ * otherwise (rings and meshes stay on the circle).
  */
-export function circleLayout(ids: readonly string[], width = 960): Layout {
+export function findHub(topology: Topology): string | undefined {
+  const n = topology.nodes.length;
+  if (n < 4) return undefined;
+  const neighbours = new Map<string, Set<string>>();
+  const tie = (a: string, b: string) => {
+    if (a === b) return;
+    let set = neighbours.get(a);
+    if (set === undefined) neighbours.set(a, (set = new Set()));
+    set.add(b);
+  };
+  for (const e of topology.edges) {
+    tie(e.source, e.destination);
+    tie(e.destination, e.source);
+  }
+  let best: string | undefined;
+  let most = 0;
+  for (const node of topology.nodes) {
+    const count = neighbours.get(node.id)?.size ?? 0;
+    if (count > most) [best, most] = [node.id, count];
+  }
+  return most >= 3 && most >= 0.6 * (n - 1) ? best : undefined;
+}
+
+/**
+ * Nodes on a circle, in id order, the first at the top: a ring reads as a ring and no two nodes
+ * share a spot. A `hub` (see {@link findHub}) goes in the middle, the others around it, so that a
+ * star reads as a star. The circle grows with the number of nodes so that neighbouring boxes do not
+ * touch; the drawing is `width` wide (scaled to its container) and as high as the circle needs.
+ */
+export function circleLayout(allIds: readonly string[], width = 960, hub?: string): Layout {
+  const ids = hub !== undefined && allIds.includes(hub) ? allIds.filter((id) => id !== hub) : allIds;
+  const withHub = (layout: Layout): Layout => {
+    if (ids !== allIds && hub !== undefined) layout.positions.set(hub, { x: width / 2, y: layout.height / 2 });
+    return layout;
+  };
+  return withHub(ringLayout(ids, width));
+}
+
+function ringLayout(ids: readonly string[], width: number): Layout {
   const n = ids.length;
   const positions = new Map<string, Point>();
   if (n === 0) return { width, height: 80, positions };
@@ -210,6 +247,8 @@ export interface ArrowPath {
   control: Point;
   end: Point;
   label: Point;
+  /** How the label's text hangs from `label`: away from the curve, on the side it bends to. */
+  anchor: 'start' | 'middle' | 'end';
   /** `M x y Q cx cy x y` for an SVG path. */
   d: string;
 }
@@ -228,7 +267,7 @@ export function arrowPath(from: Point, to: Point, away?: Point): ArrowPath {
     const start = { x: from.x - 20, y: top - 2 };
     const end = { x: from.x + 20, y: top - 2 };
     const control = { x: from.x, y: top - 70 };
-    return { start, control, end, label: { x: from.x, y: top - 40 }, d: `M ${start.x} ${start.y} Q ${control.x} ${control.y} ${end.x} ${end.y}` };
+    return { start, control, end, label: { x: from.x, y: top - 40 }, anchor: 'middle', d: `M ${start.x} ${start.y} Q ${control.x} ${control.y} ${end.x} ${end.y}` };
   }
   const dx = to.x - from.x;
   const dy = to.y - from.y;
@@ -246,8 +285,10 @@ export function arrowPath(from: Point, to: Point, away?: Point): ArrowPath {
   const control = { x: mid.x + nx * bend, y: mid.y + ny * bend };
   const start = exitTowards(from, control, 3);
   const end = exitTowards(to, control, 7);
-  const label = { x: 0.25 * start.x + 0.5 * control.x + 0.25 * end.x, y: 0.25 * start.y + 0.5 * control.y + 0.25 * end.y };
-  const r = { start: pt(start), control: pt(control), end: pt(end), label: pt(label) };
+  // The curve's middle, a little beyond it on the side it bends to.
+  const label = { x: 0.25 * start.x + 0.5 * control.x + 0.25 * end.x + nx * 6, y: 0.25 * start.y + 0.5 * control.y + 0.25 * end.y + ny * 6 };
+  const anchor = nx > 0.4 ? 'start' : nx < -0.4 ? 'end' : 'middle';
+  const r = { start: pt(start), control: pt(control), end: pt(end), label: pt(label), anchor } as const;
   return { ...r, d: `M ${r.start.x} ${r.start.y} Q ${r.control.x} ${r.control.y} ${r.end.x} ${r.end.y}` };
 }
 

@@ -2,7 +2,7 @@
 import { h, replace } from './dom.js';
 import { formatCount } from './format.js';
 import { badge } from './ui.js';
-import { arrowPath, bundleEdges, bundleLabel, circleLayout, formatLag, NODE_SIZE, type EdgeBundle, type EdgeTone, type NodeHealth, type Topology } from './topology-model.js';
+import { arrowPath, bundleEdges, bundleLabel, circleLayout, findHub, formatLag, NODE_SIZE, type EdgeBundle, type EdgeTone, type NodeHealth, type Topology } from './topology-model.js';
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
 const TONES: EdgeTone[] = ['running', 'paused', 'failing', 'held'];
@@ -36,7 +36,7 @@ function bundleTitle(bundle: EdgeBundle): string {
  */
 export function topologySvg(topology: Topology): Element {
   if (topology.nodes.length === 0) return h('p', { class: 'muted' }, 'No clusters yet.');
-  const layout = circleLayout(topology.nodes.map((n) => n.id));
+  const layout = circleLayout(topology.nodes.map((n) => n.id), 960, findHub(topology));
   const markers = svg(
     'defs',
     {},
@@ -68,7 +68,7 @@ export function topologySvg(topology: Topology): Element {
       svg('path', { d: path.d, class: 'edge-line', 'marker-end': `url(#arrow-${bundle.tone})` }),
       // A wide invisible stroke along the line: a thin curve is hard to hit with a pointer.
       svg('path', { d: path.d, class: 'edge-hit' }),
-      svg('text', { x: path.label.x, y: path.label.y, class: 'edge-label', 'text-anchor': 'middle', 'dominant-baseline': 'middle' }, bundleLabel(bundle)),
+      svg('text', { x: path.label.x, y: path.label.y, class: 'edge-label', 'text-anchor': path.anchor, 'dominant-baseline': 'middle' }, bundleLabel(bundle)),
     );
   });
   const nodes = topology.nodes.map((node) => {
@@ -79,7 +79,7 @@ export function topologySvg(topology: Topology): Element {
       { class: `node health-${node.health ?? 'none'}`, href: clusterHref(node.id), 'data-node': node.id },
       svg('title', {}, `${node.id} (${node.kind})${health === '' ? '' : `: ${health}`}`),
       svg('rect', { x: p.x - NODE_SIZE.width / 2, y: p.y - NODE_SIZE.height / 2, width: NODE_SIZE.width, height: NODE_SIZE.height, rx: 6 }),
-      svg('text', { x: p.x, y: p.y - 5, class: 'node-id', 'text-anchor': 'middle' }, clip(node.id, 20)),
+      svg('text', { x: p.x, y: p.y - 5, class: 'node-id', 'text-anchor': 'middle' }, clip(node.id, 22)),
       svg('text', { x: p.x, y: p.y + 12, class: 'node-kind', 'text-anchor': 'middle' }, health === '' ? node.kind : `${node.kind} · ${health}`),
     );
   });
