@@ -27,6 +27,7 @@ import { addRedisOptions, redisSettingsOf, type RedisCommandOptions } from './re
 import { addRegistryOptions, closeOnSignal, parseGrpcPort, registryOptionsFrom, type RegistryCliOptions } from './registry-command.js';
 import { addSecretKeyOptions, secretBoxOfCli, type SecretKeyCliOptions } from './secret-key-options.js';
 import { addSecretsCommand } from './secrets-command.js';
+import { addStatusCommand } from './status-command.js';
 
 /** regsync's version from its package.json, from the build (dist/src/cli) or the sources (src/cli). */
 function version(): string {
@@ -180,6 +181,7 @@ export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined 
     });
 
   addSecretsCommand(program, () => createLogger());
+  addStatusCommand(program);
 
   program
     .command('demo')

@@ -42,8 +42,13 @@ function failureLabel(failure: ClusterStatus['failure']): string {
 export class ClustersView implements View {
   private readonly messages = new Messages();
   private readonly list = h('div', { 'aria-live': 'polite' }, h('p', { class: 'loading' }, 'Loading…'));
+  private scrolled = false;
 
-  constructor(private readonly ctx: ViewContext) {}
+  /** `selected`: the cluster to point out (`#/clusters/:id`, the topology's links). */
+  constructor(
+    private readonly ctx: ViewContext,
+    private readonly selected?: string,
+  ) {}
 
   mount(root: HTMLElement): void {
     // The choices come from the server, which knows which kinds it serves.
@@ -107,7 +112,7 @@ export class ClustersView implements View {
           const tasks = status?.tasks ?? [];
           return h(
             'tr',
-            { 'data-cluster': c.id },
+            { 'data-cluster': c.id, class: c.id === this.selected ? 'selected' : null, 'aria-current': c.id === this.selected ? 'true' : null },
             cell(c.id),
             cell(c.kind),
             cell(c.endpoints.join(', ') || '(from kubeconfig)', {}, 80),
@@ -127,6 +132,8 @@ export class ClustersView implements View {
           );
         });
       replace(this.list, table(['Id', 'Kind', 'Endpoints', 'Namespace', 'Labels', 'Reachability', 'Used by', 'Actions'], rows, 'No clusters yet: add one below.', { id: 'clusters' }));
+      if (!this.scrolled) this.list.querySelector('tr.selected')?.scrollIntoView({ block: 'center' });
+      this.scrolled = true;
     } catch (err) {
       this.messages.showError(err);
     }

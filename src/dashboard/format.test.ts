@@ -65,6 +65,7 @@ describe('routes of the page', () => {
     expect(parseRoute('#/tasks')).toEqual({ view: 'tasks' });
     expect(parseRoute(taskHref('orders a/b'))).toEqual({ view: 'task', id: 'orders a/b' });
     expect(parseRoute('#/clusters')).toEqual({ view: 'clusters' });
+    expect(parseRoute('#/clusters/east%20one')).toEqual({ view: 'clusters', id: 'east one' });
     expect(parseRoute('#/shards')).toEqual({ view: 'deployment' });
     expect(parseRoute('#/cmdb')).toEqual({ view: 'cmdb' });
     expect(parseRoute('#/nope')).toEqual({ view: 'tasks' });

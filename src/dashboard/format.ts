@@ -91,7 +91,7 @@ export class EventStreamParser {
 export type Route =
   | { view: 'tasks' }
   | { view: 'task'; id: string }
-  | { view: 'clusters' }
+  | { view: 'clusters'; id?: string }
   | { view: 'deployment' }
   | { view: 'cmdb' };
 
@@ -102,7 +102,7 @@ export function parseRoute(hash: string): Route {
     case 'tasks':
       return parts[1] ? { view: 'task', id: decodeURIComponent(parts[1]) } : { view: 'tasks' };
     case 'clusters':
-      return { view: 'clusters' };
+      return parts[1] ? { view: 'clusters', id: decodeURIComponent(parts[1]) } : { view: 'clusters' };
     case 'shards':
       return { view: 'deployment' };
     case 'cmdb':

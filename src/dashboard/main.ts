@@ -156,7 +156,7 @@ class Dashboard {
         view = new TaskView(this.ctx, route.id);
         break;
       case 'clusters':
-        view = new ClustersView(this.ctx);
+        view = new ClustersView(this.ctx, route.id);
         break;
       case 'deployment':
         view = new DeploymentView(this.ctx);

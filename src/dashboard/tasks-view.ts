@@ -1,7 +1,9 @@
 /// <reference lib="dom" />
 import { h, replace, table, cell } from './dom.js';
 import { formatAgo, formatCount, formatDuration, taskHref } from './format.js';
-import type { Cluster, List, TaskSummary } from './types.js';
+import { buildTopology } from './topology-model.js';
+import { TopologyPanel } from './topology-view.js';
+import type { Cluster, ClusterStatus, List, TaskSummary } from './types.js';
 import { actionButton, actionForm, field, Messages, section, setOptions, stateBadge, valueOf, type View, type ViewContext } from './ui.js';
 
 /** The buttons that pause or resume, resync and delete a task. */
@@ -37,6 +39,7 @@ export class TasksView implements View {
   private readonly list = h('div', { 'aria-live': 'polite' }, h('p', { class: 'loading' }, 'Loading…'));
   private readonly source = h('select', { name: 'source', required: true });
   private readonly destination = h('select', { name: 'destination', required: true });
+  private readonly topology = new TopologyPanel();
 
   constructor(private readonly ctx: ViewContext) {}
 
@@ -68,15 +71,18 @@ export class TasksView implements View {
         return `task ${created.id} created`;
       },
     );
-    root.append(section('Tasks', this.messages.el, this.list), h('section', {}, form));
+    root.append(section('Topology', this.topology.el), section('Tasks', this.messages.el, this.list), h('section', {}, form));
   }
 
   async refresh(): Promise<void> {
     try {
-      const [tasks, clusters] = await Promise.all([
+      const [tasks, clusters, statuses] = await Promise.all([
         this.ctx.api.get<List<TaskSummary>>('tasks:summary'),
         this.ctx.api.get<List<Cluster>>('clusters'),
+        // Without reachability the picture still shows clusters and tasks.
+        this.ctx.api.get<List<ClusterStatus>>('clusters:status').catch(() => undefined),
       ]);
+      this.topology.render(buildTopology(clusters.items, statuses?.items, tasks.items));
       const ids = clusters.items.map((c) => c.id).sort();
       setOptions(this.source, ids, 'choose a cluster');
       setOptions(this.destination, ids, 'choose a cluster');
