@@ -2,6 +2,7 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { canonical } from '../api/task-commands.js';
+import { DEFAULT_GROUP, DEFAULT_NAMESPACE } from '../model/index.js';
 import { TaskBodyCheck } from './task-body-check.js';
 
 /** Clusters and tasks read from declarative files, in the REST API's shapes. */
@@ -202,6 +203,11 @@ export interface ApplyPlan {
   pruneTasks: string[];
   /** Clusters `--prune` deletes (last, once no task uses them). */
   pruneClusters: string[];
+  /**
+   * Ids of declared tasks that take over a service another stored task syncs today (one the files
+   * move elsewhere, or one `--prune` deletes): written after the other tasks.
+   */
+  takeOver?: Set<string>;
 }
 
 interface StoredCluster {
@@ -250,7 +256,7 @@ export async function planApply(server: string, decl: Declarations, opts: ApplyO
   for (const [i, body] of decl.clusters.entries()) {
     const res = await call('POST', `/api/v1/clusters/${encodeURIComponent(body.id)}/compare`, body);
     if (!isOk(res)) {
-      problems.push(`${whereOf('clusters', i, body.id)}: ${problemOf(res)}`);
+      problems.push(`${whereOf('clusters', i, body.id)}: ${entryProblemOf(res)}`);
       continue;
     }
     plan.clusters.push(resultOf('cluster', body.id, res.body as Comparison));
@@ -269,7 +275,7 @@ export async function planApply(server: string, decl: Declarations, opts: ApplyO
       if (named.every((c) => stored.has(c))) {
         const res = await call('POST', `/api/v1/tasks/${encodeURIComponent(body.id)}/compare`, body);
         if (isOk(res)) plan.tasks.push(resultOf('task', body.id, res.body as Comparison));
-        else problems.push(`${where}: ${problemOf(res)}`);
+        else problems.push(`${where}: ${entryProblemOf(res)}`);
         continue;
       }
       const source = typeof body.source === 'string' ? (declared.get(body.source) ?? stored.get(body.source)) : undefined;
@@ -285,13 +291,14 @@ export async function planApply(server: string, decl: Declarations, opts: ApplyO
   } finally {
     await check.close();
   }
+  const taskIds = new Set(decl.tasks.map((t) => t.id));
+  if (opts.prune && decl.tasks.length > 0) plan.pruneTasks = storedTasks.filter((t) => !taskIds.has(t.id)).map((t) => t.id).sort();
+  plan.takeOver = checkSelectors(decl, storedTasks, (c) => (declared.get(c)?.namespace as string | undefined) ?? stored.get(c)?.namespace, new Set(plan.pruneTasks), (i) => whereOf('tasks', i, decl.tasks[i]?.id ?? ''), problems);
   if (problems.length > 0) {
     throw new DeclarationError(problems.length === 1 ? `${problems[0]}; nothing written` : `${problems.length} problems, nothing written:\n  ${problems.join('\n  ')}`);
   }
 
   if (opts.prune) {
-    const taskIds = new Set(decl.tasks.map((t) => t.id));
-    if (decl.tasks.length > 0) plan.pruneTasks = storedTasks.filter((t) => !taskIds.has(t.id)).map((t) => t.id).sort();
     if (decl.clusters.length > 0) {
       const pruned = new Set(plan.pruneTasks);
       const users = [...decl.tasks.map((t) => ({ id: t.id, source: t.source, destination: t.destination })), ...storedTasks.filter((t) => !pruned.has(t.id) && !taskIds.has(t.id))];
@@ -303,6 +310,44 @@ export async function planApply(server: string, decl: Declarations, opts: ApplyO
     }
   }
   return plan;
+}
+
+/**
+ * Checks that no two tasks would sync the same service (source, destination, namespace, group,
+ * service; defaults as the server applies them): not two of the files, and none of the files with
+ * a stored task of another id that stays as it is. Adds a problem per clash; answers the ids of
+ * declared tasks that take a service over from a stored task that moves or is pruned.
+ */
+function checkSelectors(
+  decl: Declarations,
+  storedTasks: readonly StoredTask[],
+  namespaceOf: (cluster: string) => string | undefined,
+  pruned: ReadonlySet<string>,
+  whereOf: (i: number) => string,
+  problems: string[],
+): Set<string> {
+  const key = (t: Record<string, unknown>) => JSON.stringify([t.source, t.destination, t.namespace, t.group, t.service]);
+  const declaredKeys = decl.tasks.map((t) =>
+    key({ ...t, namespace: t.namespace ?? (typeof t.source === 'string' ? namespaceOf(t.source) : undefined) ?? DEFAULT_NAMESPACE, group: t.group ?? DEFAULT_GROUP }),
+  );
+  const declaredIds = new Map(decl.tasks.map((t, i) => [t.id, declaredKeys[i]]));
+  const first = new Map<string, number>();
+  const takeOver = new Set<string>();
+  decl.tasks.forEach((task, i) => {
+    const k = declaredKeys[i] as string;
+    const earlier = first.get(k);
+    if (earlier !== undefined) {
+      problems.push(`${whereOf(i)}: syncs the same service as ${whereOf(earlier)}`);
+      return;
+    }
+    first.set(k, i);
+    const owner = storedTasks.find((t) => t.id !== task.id && key({ ...t }) === k);
+    if (owner === undefined) return;
+    const moves = declaredIds.has(owner.id) && declaredIds.get(owner.id) !== k;
+    if (moves || pruned.has(owner.id)) takeOver.add(task.id);
+    else problems.push(`${whereOf(i)}: stored task ${owner.id} already syncs ${owner.namespace}/${owner.group}/${owner.service} from ${owner.source} to ${owner.destination}`);
+  });
+  return takeOver;
 }
 
 /**
@@ -330,7 +375,8 @@ export async function applyDeclarations(server: string, decl: Declarations, opts
     await expectOk(await call('DELETE', `/api/v1/tasks/${encodeURIComponent(id)}`), `task ${id}`);
     results.push({ kind: 'task', id, action: 'deleted' });
   }
-  for (const body of decl.tasks) {
+  const ordered = [...decl.tasks.filter((t) => !plan.takeOver?.has(t.id)), ...decl.tasks.filter((t) => plan.takeOver?.has(t.id))];
+  for (const body of ordered) {
     const path = `/api/v1/tasks/${encodeURIComponent(body.id)}`;
     const compared = await call('POST', `${path}/compare`, body);
     await expectOk(compared, `task ${body.id}`);
@@ -412,6 +458,12 @@ function problemOf(res: { status: number; body: unknown }): string {
   const err = (res.body as { error?: { code?: string; message?: string } } | undefined)?.error;
   const hint = res.status === 401 || res.status === 403 ? ' (the API wants an admin token: set REGSYNC_API_TOKEN)' : '';
   return `${`${res.status} ${err?.code ?? ''} ${err?.message ?? JSON.stringify(res.body)}`.trim()}${hint}`;
+}
+
+/** What is wrong with an entry the server refused: its message alone for a 400 (the entry's fault), else {@link problemOf}. */
+function entryProblemOf(res: { status: number; body: unknown }): string {
+  const message = (res.body as { error?: { message?: string } } | undefined)?.error?.message;
+  return res.status === 400 && message !== undefined ? message : problemOf(res);
 }
 
 async function expectOk(res: { status: number; body: unknown }, what: string): Promise<void> {

@@ -177,7 +177,7 @@ describe('regsync apply --dry-run / --prune, regsync export', () => {
     const res = await runRegsync(['apply', '-f', dir, '--server', proxy.url]);
     expect(res.code).toBe(1);
     expect(res.output).toContain('3 problems, nothing written:');
-    expect(res.output).toContain(`${bad} (document 1): clusters[0] (id north): 400 invalid_request body.colour is not a known field`);
+    expect(res.output).toContain(`${bad} (document 1): clusters[0] (id north): body.colour is not a known field`);
     expect(res.output).toContain(`${bad} (document 2): tasks[0] (id to-nowhere): no cluster nowhere, neither in the files nor stored`);
     expect(res.output).toContain(`${bad} (document 2): tasks[1] (id new-to-east): body.options.fullSyncIntervalMS is not a known field`);
     expect(writes(proxy.requests)).toEqual([]);
@@ -189,6 +189,28 @@ describe('regsync apply --dry-run / --prune, regsync export', () => {
     expect(twice.code).toBe(1);
     expect(twice.output).toContain(`c-twice.yaml (document 1): tasks[0] (id east-to-west): task id east-to-west is declared twice (also at ${good} (document 1): tasks[0] (id east-to-west))`);
     expect(writes(proxy.requests)).toEqual([]);
+  });
+
+  it('refuses a task that would sync a service another task syncs, unless that one moves or is pruned', async () => {
+    expect((await runRegsync(['apply', '-f', file('sync.yaml', base()), '--server', up.url])).code).toBe(0);
+    const renamed = file('sync.yaml', [...base().slice(0, 4), '  - { id: orders-east-west, source: east, destination: west, service: orders, namespace: public }']);
+    proxy.requests.length = 0;
+    const refused = await runRegsync(['apply', '-f', renamed, '--server', proxy.url]);
+    expect(refused.code).toBe(1);
+    expect(refused.output).toContain(`${renamed} (document 1): tasks[0] (id orders-east-west): stored task east-to-west already syncs public/DEFAULT_GROUP/orders from east to west; nothing written`);
+    expect(writes(proxy.requests)).toEqual([]);
+
+    // With --prune the old task goes first, and the new one takes the service over.
+    const pruned = await runRegsync(['apply', '-f', renamed, '--prune', '--server', up.url]);
+    expect(pruned.code).toBe(0);
+    expect(lines(pruned.output)).toEqual(['cluster east unchanged', 'cluster west unchanged', 'task east-to-west deleted', 'task orders-east-west created']);
+    expect(await ids('tasks')).toEqual(['orders-east-west']);
+
+    // Two tasks of the files on one service: both named.
+    const twice = file('sync.yaml', [...base(), '  - { id: again, source: east, destination: west, service: orders }']);
+    const dup = await runRegsync(['apply', '-f', twice, '--server', up.url]);
+    expect(dup.code).toBe(1);
+    expect(dup.output).toContain(`${twice} (document 1): tasks[1] (id again): syncs the same service as ${twice} (document 1): tasks[0] (id east-to-west)`);
   });
 
   it('--prune deletes only what the files no longer name, of the kinds they declare, keeping clusters in use', async () => {
