@@ -356,10 +356,9 @@ function checkSelectors(
  * (`PUT`), the tasks `--prune` deletes, tasks (compared again, as a cluster written just before may
  * change a task's defaults, and sent with `PUT` only when they differ), and last the clusters
  * `--prune` deletes. Idempotent: applying the same files twice sends no `PUT` the second time, so
- * no adapter is rebuilt and no copy re-created. `token` is sent as `Authorization: Bearer`.
+ * no adapter is rebuilt and no copy re-created. `options.token` is sent as `Authorization: Bearer`.
  */
-export async function applyDeclarations(server: string, decl: Declarations, opts: ApplyOptions | string = {}): Promise<ApplyResult[]> {
-  const options: ApplyOptions = typeof opts === 'string' ? { token: opts } : opts;
+export async function applyDeclarations(server: string, decl: Declarations, options: ApplyOptions = {}): Promise<ApplyResult[]> {
   const plan = await planApply(server, decl, options);
   const deleted = (kind: 'cluster' | 'task', ids: string[]): ApplyResult[] => ids.map((id) => ({ kind, id, action: 'deleted' }));
   if (options.dryRun) return [...plan.clusters, ...deleted('task', plan.pruneTasks), ...plan.tasks, ...deleted('cluster', plan.pruneClusters)];
