@@ -232,9 +232,9 @@ const TASK_FIELDS = ['source', 'destination', 'namespace', 'group', 'service', '
  * of every `apply`, so that one bad entry anywhere stops it before the first write. Reads what is
  * stored (`GET`) and asks the server to compare each entry (`POST .../:id/compare`, which checks
  * a body as `PUT` would, judges passwords the API never shows and names the fields that differ).
- * A task naming a cluster the same files create cannot be compared yet: it is checked here with
- * the API's schema and task rules ({@link TaskBodyCheck}) and compared with the stored task field
- * by field. A task naming a cluster that is neither declared nor stored is an error.
+ * A task naming a cluster the same files create (or whose source's namespace, its default, the
+ * files change) cannot be compared yet: it is checked here with the API's schema and task rules
+ * ({@link TaskBodyCheck}) and compared with the stored task field by field. A task naming a cluster that is neither declared nor stored is an error.
  *
  * `--prune` guard: only with `prune`; only kinds the files declare (files with clusters but no
  * tasks delete no task, and the other way round); never a cluster a remaining task uses (a task
@@ -272,7 +272,9 @@ export async function planApply(server: string, decl: Declarations, opts: ApplyO
         problems.push(`${where}: no cluster ${unknown.join(' or ')}, neither in the files nor stored`);
         continue;
       }
-      if (named.every((c) => stored.has(c))) {
+      // A task's namespace defaults to its source's: one the files change is compared here too.
+      const sourceNamespaceMoves = typeof body.source === 'string' && declared.has(body.source) && declared.get(body.source)?.namespace !== stored.get(body.source)?.namespace;
+      if (named.every((c) => stored.has(c)) && !sourceNamespaceMoves) {
         const res = await call('POST', `/api/v1/tasks/${encodeURIComponent(body.id)}/compare`, body);
         if (isOk(res)) plan.tasks.push(resultOf('task', body.id, res.body as Comparison));
         else problems.push(`${where}: ${entryProblemOf(res)}`);

@@ -117,6 +117,17 @@ describe('regsync apply --dry-run / --prune, regsync export', () => {
     ]);
     expect(writes(proxy.requests)).toEqual([]);
     expect((await api('GET', '/api/v1/clusters/west')).body).toMatchObject({ endpoints: [at(1)], hasPassword: false });
+
+    // A task without a namespace takes its source's: moving the source moves the task.
+    const moved = file('sync.yaml', [base()[0] as string, `  - { id: east, kind: nacos, endpoints: ["${at(0)}"], namespace: prod, labels: { region: e } }`, ...base().slice(2)]);
+    const move = await runRegsync(['apply', '-f', moved, '--dry-run', '--server', proxy.url]);
+    expect(lines(move.output)).toEqual([
+      'cluster east updated: namespace (dry run)',
+      'cluster west unchanged',
+      'task east-to-west updated: namespace (dry run)',
+      'dry run: 2 changes pending (0 created, 2 updated, 0 deleted, 1 unchanged); nothing written',
+    ]);
+    expect(writes(proxy.requests)).toEqual([]);
   });
 
   it('export then apply is a no-op that keeps passwords and paused tasks', async () => {
