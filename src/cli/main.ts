@@ -1,8 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { createLogger } from '../log.js';
 import { startRegistry, type RunningRegistry } from '../registry/registry-server.js';
-import { applyDeclarations, readDeclarations } from './apply-command.js';
+import { applyDeclarations, dryRunSummary, formatResult, readDeclarations } from './apply-command.js';
+import { exportDeclarations } from './export-command.js';
 import { runDemo, type DemoOptions } from './demo.js';
 import { runDns, type DnsCommandOptions } from './dns-command.js';
 import { addProcessOptions, expandConfigFile, type ProcessCliOptions } from './process-config.js';
@@ -171,13 +172,35 @@ export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined 
 
   program
     .command('apply')
-    .description('create or update clusters and tasks from YAML files (idempotent)')
-    .requiredOption('-f, --file <path>', 'a YAML file or a directory of them')
+    .description('create or update clusters and tasks from YAML files (idempotent); every entry is checked before the first write')
+    .requiredOption('-f, --file <path>', 'a YAML file or a directory of them (CMDB data files in it are skipped)')
     .option('--server <url>', 'the regsync REST API (also REGSYNC_API)', process.env.REGSYNC_API ?? 'http://127.0.0.1:8080')
-    .action(async (opts: { file: string; server: string }) => {
+    .option('--dry-run', 'print what would change against what is stored, and write nothing')
+    .option('--prune', 'also delete stored clusters and tasks the files do not name (only of the kinds the files declare; never a cluster a remaining task uses)')
+    .option('--exit-code', 'with --dry-run: exit with code 2 when changes are pending')
+    .action(async (opts: { file: string; server: string; dryRun?: boolean; prune?: boolean; exitCode?: boolean }) => {
+      const note = (line: string) => process.stderr.write(`${line}\n`);
+      const decl = readDeclarations(opts.file);
+      for (const line of decl.skipped ?? []) note(line);
       // A token comes from the environment only: command lines end up in shell histories and process lists.
-      const results = await applyDeclarations(opts.server, readDeclarations(opts.file), process.env.REGSYNC_API_TOKEN);
-      for (const r of results) process.stdout.write(`${r.kind} ${r.id} ${r.action}\n`);
+      const dryRun = opts.dryRun === true;
+      const results = await applyDeclarations(opts.server, decl, { token: process.env.REGSYNC_API_TOKEN, dryRun, prune: opts.prune === true, note });
+      for (const r of results) process.stdout.write(`${formatResult(r, dryRun)}\n`);
+      if (dryRun) {
+        process.stdout.write(`${dryRunSummary(results)}\n`);
+        if (opts.exitCode && results.some((r) => r.action !== 'unchanged')) process.exitCode = 2;
+      }
+    });
+
+  program
+    .command('export')
+    .description('write the stored clusters and tasks as YAML that `regsync apply` takes back unchanged (passwords are never exported)')
+    .option('--server <url>', 'the regsync REST API (also REGSYNC_API)', process.env.REGSYNC_API ?? 'http://127.0.0.1:8080')
+    .option('-o, --output <file>', 'write to this file instead of stdout')
+    .action(async (opts: { server: string; output?: string }) => {
+      const text = await exportDeclarations(opts.server, process.env.REGSYNC_API_TOKEN);
+      if (opts.output === undefined) process.stdout.write(text);
+      else writeFileSync(opts.output, text);
     });
 
   addSecretsCommand(program, () => createLogger());
