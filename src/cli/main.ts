@@ -23,7 +23,7 @@ import {
   type UpOptions,
 } from './up-command.js';
 import { addCmdbOptions, startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
-import { parsePort, parsePositiveInt } from './options.js';
+import { parsePort, parsePositiveInt, parseServerUrl } from './options.js';
 import { addRedisOptions, redisSettingsOf, type RedisCommandOptions } from './redis-options.js';
 import { addRegistryOptions, closeOnSignal, parseGrpcPort, registryOptionsFrom, type RegistryCliOptions } from './registry-command.js';
 import { addSecretKeyOptions, secretBoxOfCli, type SecretKeyCliOptions } from './secret-key-options.js';
@@ -174,7 +174,7 @@ export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined 
     .command('apply')
     .description('create or update clusters and tasks from YAML files (idempotent); every entry is checked before the first write')
     .requiredOption('-f, --file <path>', 'a YAML file or a directory of them (CMDB data files in it are skipped)')
-    .option('--server <url>', 'the regsync REST API (also REGSYNC_API)', process.env.REGSYNC_API ?? 'http://127.0.0.1:8080')
+    .option('--server <url>', 'the regsync REST API: http(s)://host:port, or host:port for http (also REGSYNC_API)', parseServerUrl, process.env.REGSYNC_API ?? 'http://127.0.0.1:8080')
     .option('--dry-run', 'print what would change against what is stored, and write nothing')
     .option('--prune', 'also delete stored clusters and tasks the files do not name (only of the kinds the files declare; never a cluster a remaining task uses)')
     .option('--exit-code', 'with --dry-run: exit with code 2 when changes are pending')
@@ -184,7 +184,7 @@ export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined 
       for (const line of decl.skipped ?? []) note(line);
       // A token comes from the environment only: command lines end up in shell histories and process lists.
       const dryRun = opts.dryRun === true;
-      const results = await applyDeclarations(opts.server, decl, { token: process.env.REGSYNC_API_TOKEN, dryRun, prune: opts.prune === true, note });
+      const results = await applyDeclarations(parseServerUrl(opts.server), decl, { token: process.env.REGSYNC_API_TOKEN, dryRun, prune: opts.prune === true, note });
       for (const r of results) process.stdout.write(`${formatResult(r, dryRun)}\n`);
       if (dryRun) {
         process.stdout.write(`${dryRunSummary(results)}\n`);
@@ -195,10 +195,10 @@ export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined 
   program
     .command('export')
     .description('write the stored clusters and tasks as YAML that `regsync apply` takes back unchanged (passwords are never exported)')
-    .option('--server <url>', 'the regsync REST API (also REGSYNC_API)', process.env.REGSYNC_API ?? 'http://127.0.0.1:8080')
+    .option('--server <url>', 'the regsync REST API: http(s)://host:port, or host:port for http (also REGSYNC_API)', parseServerUrl, process.env.REGSYNC_API ?? 'http://127.0.0.1:8080')
     .option('-o, --output <file>', 'write to this file instead of stdout')
     .action(async (opts: { server: string; output?: string }) => {
-      const text = await exportDeclarations(opts.server, process.env.REGSYNC_API_TOKEN);
+      const text = await exportDeclarations(parseServerUrl(opts.server), process.env.REGSYNC_API_TOKEN);
       if (opts.output === undefined) process.stdout.write(text);
       else writeFileSync(opts.output, text);
     });

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
+import { parseServerUrl } from './options.js';
 
 /*
  * `regsync status`: the dashboard's topology as text or Graphviz DOT, read from the REST API.
@@ -233,11 +234,11 @@ export function addStatusCommand(program: Command): void {
   program
     .command('status')
     .description('clusters and tasks as a picture: one line each (text) or a Graphviz digraph (dot)')
-    .option('--server <url>', 'the regsync REST API (also REGSYNC_API)', process.env.REGSYNC_API ?? 'http://127.0.0.1:8080')
+    .option('--server <url>', 'the regsync REST API: http(s)://host:port, or host:port for http (also REGSYNC_API)', parseServerUrl, process.env.REGSYNC_API ?? 'http://127.0.0.1:8080')
     .option('--format <format>', 'text or dot', parseFormat, 'text' as StatusFormat)
     .action(async (opts: { server: string; format: StatusFormat }) => {
       // A token comes from the environment only, as for `regsync apply`.
-      const topology = await readTopology(opts.server, process.env.REGSYNC_API_TOKEN);
+      const topology = await readTopology(parseServerUrl(opts.server), process.env.REGSYNC_API_TOKEN);
       process.stdout.write(opts.format === 'dot' ? formatStatusDot(topology) : formatStatusText(topology));
     });
 }

@@ -140,7 +140,8 @@ describe('regsync apply --dry-run / --prune, regsync export', () => {
     expect((await api('POST', '/api/v1/tasks/orders-west-east/pause')).status).toBe(200);
 
     const out = join(dir, 'exported.yaml');
-    const exported = await runRegsync(['export', '--server', up.url, '-o', out]);
+    // --server takes host:port alone as http://host:port.
+    const exported = await runRegsync(['export', '--server', up.url.replace(/^http:\/\//, ''), '-o', out]);
     expect(exported).toMatchObject({ code: 0 });
     const text = readFileSync(out, 'utf8');
     expect(text).not.toContain('s3cret');
