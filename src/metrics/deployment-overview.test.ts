@@ -66,6 +66,10 @@ describe('deploymentOverview', () => {
     ]);
     expect(clusterStateOf('unknown')).toBe('unknown');
     expect(clusterStateOf(undefined)).toBe('unknown');
+    // A finer cause keeps its word; what is not a short word does not become a label value.
+    expect(clusterStateOf('auth_failed')).toBe('auth_failed');
+    expect(clusterStateOf('Not A Word {}')).toBe('unknown');
+    expect(clusterStateOf('x'.repeat(40))).toBe('unknown');
   });
 
   it('names a task by its id, and a nacos-sync task (md5 id) by its service and cluster names', () => {

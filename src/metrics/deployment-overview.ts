@@ -44,7 +44,8 @@ export interface ClusterOverview {
   /** The nacos-sync name of a cluster created through the nacos-sync API, else its id. */
   name: string;
   kind: string;
-  state: ClusterState;
+  /** A {@link ClusterState}, or a finer word of the clusters view (see {@link clusterStateOf}). */
+  state: ClusterState | string;
 }
 
 /** What the deployment-wide gauges of tasks and clusters show, read in one go from the store. */
@@ -74,8 +75,15 @@ export function serviceSyncState(status: ServiceStatus): ServiceSyncState {
   return status.lastError === null ? 'synced' : 'failing';
 }
 
-/** The {@link ClusterState} of a reachability of `GET /api/v1/clusters:status`; one it does not know reads `unknown`. */
-export function clusterStateOf(reachability: string | undefined): ClusterState {
+/** A state word fit for a label value: lower-case, short. */
+const STATE_WORD = /^[a-z][a-z_]{0,31}$/;
+
+/**
+ * The {@link ClusterState} of a reachability of `GET /api/v1/clusters:status`. A finer
+ * reachability that view may tell (a cause beyond these four) keeps its own word, so that it never
+ * reads as `unknown`; anything that is not a short lower-case word reads `unknown`.
+ */
+export function clusterStateOf(reachability: string | undefined): ClusterState | string {
   switch (reachability) {
     case 'ok':
       return 'reachable';
@@ -83,8 +91,10 @@ export function clusterStateOf(reachability: string | undefined): ClusterState {
       return 'partial';
     case 'failing':
       return 'unreachable';
-    default:
+    case undefined:
       return 'unknown';
+    default:
+      return STATE_WORD.test(reachability) ? reachability : 'unknown';
   }
 }
 

@@ -110,6 +110,7 @@ describe('RegsyncMetrics', () => {
       clusters: [
         { id: 'a', name: 'shanghai', kind: 'nacos', state: 'unreachable' },
         { id: 'b', name: 'b', kind: 'zookeeper', state: 'reachable' },
+        { id: 'c', name: 'c', kind: 'nacos', state: 'auth_failed' },
       ],
     };
     metrics.watchDeployment({ shards: async () => 0, queueDepth: async () => 0, overview: async () => overview });
@@ -128,6 +129,14 @@ describe('RegsyncMetrics', () => {
       ['unknown', 0],
     ]);
     expect(s.value('regsync_cluster_state', { cluster: 'b', state: 'reachable' })).toBe(1);
+    // A state beyond the four shows under its own word, the four at 0.
+    expect(s.samples('regsync_cluster_state', { cluster: 'c' }).map((x) => [x.labels.state, x.value])).toEqual([
+      ['reachable', 0],
+      ['partial', 0],
+      ['unreachable', 0],
+      ['unknown', 0],
+      ['auth_failed', 1],
+    ]);
     expect(s.samples('regsync_task_info').map((x) => [x.labels, x.value])).toEqual([
       [{ task: 'run', name: 'run', source: 'a', destination: 'b' }, 1],
       [{ task: 'stop', name: 'stop', source: 'b', destination: 'a' }, 1],

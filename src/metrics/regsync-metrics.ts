@@ -68,7 +68,8 @@ const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300
  *   (`synced|failing|held`, see `ServiceSyncState`), every state shown, zeros included;
  * - `regsync_cluster_state{cluster, state}`: 1 for the cluster's reachability (`reachable|partial|
  *   unreachable|unknown`, see `ClusterState`) and 0 for the other states, judged from the
- *   statuses of the running tasks' last reconciles (no probe of its own);
+ *   statuses of the running tasks' last reconciles (no probe of its own); a finer state of the
+ *   clusters view shows under its own word;
  * - `regsync_task_info{task, name, source, destination}` and `regsync_cluster_info{cluster, name,
  *   kind}`: 1 per task and per cluster, for PromQL to join readable names onto id labels
  *   (`name` is the id, except for the md5 ids of the nacos-sync API: see `taskDisplayName`).
@@ -272,6 +273,7 @@ export class RegsyncMetrics implements EngineObserver {
         this.reset();
         for (const cluster of (await overview())?.clusters ?? []) {
           for (const state of CLUSTER_STATES) this.set({ cluster: cluster.id, state }, cluster.state === state ? 1 : 0);
+          if (!(CLUSTER_STATES as readonly string[]).includes(cluster.state)) this.set({ cluster: cluster.id, state: cluster.state }, 1);
         }
       },
     });
