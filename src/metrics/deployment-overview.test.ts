@@ -35,7 +35,7 @@ describe('deploymentOverview', () => {
     expect(serviceSyncState(status('s', { held: null }))).toBe('synced');
   });
 
-  it('sums copies and states per task, and reads each cluster state from its reachability', () => {
+  it("sums copies and states per task, keeps a running task's own problem, and reads each cluster state from its reachability", () => {
     const overview = deploymentOverview({
       clusters: [cluster('a'), cluster('b'), cluster('c')],
       tasks: [
@@ -47,7 +47,8 @@ describe('deploymentOverview', () => {
             status('z', { lastError: 'holding', held, destinationInstances: 10 }),
           ],
         },
-        { spec: task('t2', { state: 'paused' }), statuses: [] },
+        { spec: task('t2', { state: 'paused' }), statuses: [], taskProblem: { code: 'source_unlisted', cluster: 'a', message: 'old' } },
+        { spec: task('t3', { service: '*', group: '*' }), statuses: [], taskProblem: { code: 'source_unlisted', cluster: 'a', message: 'unreachable' } },
       ],
       reachability: new Map([
         ['a', 'ok'],
@@ -56,8 +57,10 @@ describe('deploymentOverview', () => {
       ]),
     });
     expect(overview.tasks).toEqual([
-      { id: 't1', name: 't1', source: 'a', destination: 'b', running: true, instances: 12, syncs: { synced: 1, failing: 1, held: 1 } },
-      { id: 't2', name: 't2', source: 'a', destination: 'b', running: false, instances: 0, syncs: { synced: 0, failing: 0, held: 0 } },
+      { id: 't1', name: 't1', source: 'a', destination: 'b', running: true, instances: 12, syncs: { synced: 1, failing: 1, held: 1 }, problem: null },
+      // A paused task's problem is as old as the pause.
+      { id: 't2', name: 't2', source: 'a', destination: 'b', running: false, instances: 0, syncs: { synced: 0, failing: 0, held: 0 }, problem: null },
+      { id: 't3', name: 't3', source: 'a', destination: 'b', running: true, instances: 0, syncs: { synced: 0, failing: 0, held: 0 }, problem: 'source_unlisted' },
     ]);
     expect(overview.clusters.map((c) => [c.id, c.state])).toEqual([
       ['a', 'reachable'],

@@ -1,5 +1,5 @@
 import { NACOS_SYNC_NAME_OPTION } from '../model/kind.js';
-import type { ServiceStatus } from '../model/service-status.js';
+import type { ServiceStatus, TaskProblem, TaskProblemCode } from '../model/service-status.js';
 import type { ClusterSpec, TaskSpec } from '../model/types.js';
 
 /**
@@ -36,6 +36,8 @@ export interface TaskOverview {
   instances: number;
   /** Service syncs by state. */
   syncs: Record<ServiceSyncState, number>;
+  /** What stops or limits the whole running task (its source unlisted, a rule that cannot run); null: nothing. */
+  problem: TaskProblemCode | null;
 }
 
 /** One cluster as the deployment-wide gauges show it. */
@@ -57,8 +59,8 @@ export interface DeploymentOverview {
 /** What {@link deploymentOverview} is computed from. */
 export interface OverviewInput {
   clusters: readonly ClusterSpec[];
-  /** Every task, with its service statuses (none for a paused task). */
-  tasks: ReadonlyArray<{ spec: TaskSpec; statuses: readonly ServiceStatus[] }>;
+  /** Every task, with its service statuses and task-level problem (none for a paused task). */
+  tasks: ReadonlyArray<{ spec: TaskSpec; statuses: readonly ServiceStatus[]; taskProblem?: TaskProblem | null | undefined }>;
   /** Each cluster's reachability as `GET /api/v1/clusters:status` computes it (`ok|partial|failing|unknown`). */
   reachability: ReadonlyMap<string, string>;
 }
@@ -121,21 +123,23 @@ export function taskDisplayName(spec: TaskSpec, clusters: ReadonlyMap<string, Cl
 /** The tasks and clusters of the deployment as the gauges show them. */
 export function deploymentOverview(input: OverviewInput): DeploymentOverview {
   const clusters = new Map(input.clusters.map((c) => [c.id, c]));
-  const tasks = input.tasks.map(({ spec, statuses }): TaskOverview => {
+  const tasks = input.tasks.map(({ spec, statuses, taskProblem }): TaskOverview => {
     const syncs: Record<ServiceSyncState, number> = { synced: 0, failing: 0, held: 0 };
     let instances = 0;
     for (const status of statuses) {
       syncs[serviceSyncState(status)] += 1;
       instances += status.destinationInstances;
     }
+    const running = spec.state === 'running';
     return {
       id: spec.id,
       name: taskDisplayName(spec, clusters),
       source: spec.source,
       destination: spec.destination,
-      running: spec.state === 'running',
+      running,
       instances,
       syncs,
+      problem: running ? (taskProblem?.code ?? null) : null,
     };
   });
   return {

@@ -13,7 +13,7 @@ async function parsed(metrics: RegsyncMetrics) {
 /** An overview with one running task `t1` keeping `instances` copies. */
 function overviewWith(instances: number): DeploymentOverview {
   return {
-    tasks: [{ id: 't1', name: 't1', source: 'a', destination: 'b', running: true, instances, syncs: { synced: 1, failing: 0, held: 0 } }],
+    tasks: [{ id: 't1', name: 't1', source: 'a', destination: 'b', running: true, instances, syncs: { synced: 1, failing: 0, held: 0 }, problem: null }],
     clusters: [],
   };
 }
@@ -100,12 +100,12 @@ describe('RegsyncMetrics', () => {
     expect(reads).toBe(1);
   });
 
-  it('shows service syncs by state, one-hot cluster states and info series; paused tasks keep only their info', async () => {
+  it('shows service syncs by state, task problems, one-hot cluster states and info series; paused tasks keep only their info', async () => {
     const metrics = new RegsyncMetrics({ defaultMetrics: false, instancesRefreshMs: 0 });
     const overview: DeploymentOverview = {
       tasks: [
-        { id: 'run', name: 'run', source: 'a', destination: 'b', running: true, instances: 3, syncs: { synced: 2, failing: 1, held: 4 } },
-        { id: 'stop', name: 'stop', source: 'b', destination: 'a', running: false, instances: 0, syncs: { synced: 0, failing: 0, held: 0 } },
+        { id: 'run', name: 'run', source: 'a', destination: 'b', running: true, instances: 3, syncs: { synced: 2, failing: 1, held: 4 }, problem: 'services_left_out' },
+        { id: 'stop', name: 'stop', source: 'b', destination: 'a', running: false, instances: 0, syncs: { synced: 0, failing: 0, held: 0 }, problem: null },
       ],
       clusters: [
         { id: 'a', name: 'shanghai', kind: 'nacos', state: 'unreachable' },
@@ -122,6 +122,7 @@ describe('RegsyncMetrics', () => {
     ]);
     expect(s.samples('regsync_service_syncs', { task: 'stop' })).toEqual([]);
     expect(s.samples('regsync_instances_managed').map((x) => x.labels.task)).toEqual(['run']);
+    expect(s.samples('regsync_task_problem').map((x) => [x.labels, x.value])).toEqual([[{ task: 'run', code: 'services_left_out' }, 1]]);
     expect(s.samples('regsync_cluster_state', { cluster: 'a' }).map((x) => [x.labels.state, x.value])).toEqual([
       ['reachable', 0],
       ['partial', 0],

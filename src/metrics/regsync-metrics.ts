@@ -66,6 +66,8 @@ const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300
  *   processes share the work;
  * - `regsync_service_syncs{task, state}`: the running task's service syncs by `state`
  *   (`synced|failing|held`, see `ServiceSyncState`), every state shown, zeros included;
+ * - `regsync_task_problem{task, code}`: 1 for a running task with a task-level problem (its source
+ *   unlisted, services left out, a rule that cannot run); no series: none;
  * - `regsync_cluster_state{cluster, state}`: 1 for the cluster's reachability (`reachable|partial|
  *   unreachable|unknown`, see `ClusterState`) and 0 for the other states, judged from the
  *   statuses of the running tasks' last reconciles (no probe of its own); a finer state of the
@@ -212,7 +214,7 @@ export class RegsyncMetrics implements EngineObserver {
 
   /**
    * Adds the deployment-wide gauges (`regsync_queue_depth`, `regsync_instances_managed`,
-   * `regsync_service_syncs`, `regsync_cluster_state`, `regsync_task_info`, `regsync_cluster_info`),
+   * `regsync_service_syncs`, `regsync_task_problem`, `regsync_cluster_state`, `regsync_task_info`, `regsync_cluster_info`),
    * read from `readings` at every scrape (once; later calls are ignored). A reading that fails or takes
    * longer than `scrapeTimeoutMs` leaves its series out of that scrape rather than failing it, so
    * a missing series means "unknown", never zero.
@@ -262,6 +264,16 @@ export class RegsyncMetrics implements EngineObserver {
           if (!task.running) continue;
           for (const state of SERVICE_SYNC_STATES) this.set({ task: task.id, state }, task.syncs[state]);
         }
+      },
+    });
+    new Gauge({
+      name: 'regsync_task_problem',
+      help: 'Running tasks stopped or limited as a whole (value 1), by the problem code (source_unlisted, services_left_out, task_unstartable).',
+      labelNames: ['task', 'code'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const task of (await overview())?.tasks ?? []) if (task.problem !== null) this.set({ task: task.id, code: task.problem }, 1);
       },
     });
     new Gauge({

@@ -236,6 +236,7 @@ describe('deploy/prometheus/regsync-alerts.yaml', () => {
       ['RegsyncShardWithoutLeader', /sum by \(shard\) \(regsync_shard_leader\) < 1/],
       ['RegsyncServiceSyncsFailing', /regsync_service_syncs\{state="failing"\}/],
       ['RegsyncDeletionHeld', /regsync_service_syncs\{state="held"\}/],
+      ['RegsyncTaskProblem', /regsync_task_problem/],
       ['RegsyncClusterUnreachable', /regsync_cluster_state\{state="unreachable"\}/],
       ['RegsyncPropagationLagHigh', /histogram_quantile\(0\.99, .*regsync_propagation_lag_seconds_bucket/],
       ['RegsyncQueueDepthGrowing', /regsync_queue_depth/],

@@ -58,7 +58,7 @@ describe('operator gauges of a running regsync', () => {
     await waitUntil(async () => syncs(await metrics(), 'guarded').synced === 1, { message: 'released: synced again', ...slow });
   });
 
-  it('counts the services of a task whose source cannot be reached as failing, and the cluster as unreachable', async () => {
+  it('counts the services of a task whose source cannot be reached as failing, the task of every service as a task problem, and the cluster as unreachable', async () => {
     expect((await api(url, 'POST', '/api/v1/clusters', { id: 'dead', kind: 'nacos', endpoints: ['127.0.0.1:1'] })).status).toBe(201);
     // Used by no running task: unknown, not unreachable.
     await waitUntil(async () => clusterState(await metrics(), 'dead') === 'unknown', { message: 'new cluster unknown', ...slow });
@@ -71,11 +71,19 @@ describe('operator gauges of a running regsync', () => {
     expect(syncs(s, 'from-dead')).toEqual({ synced: 0, failing: 1, held: 0 });
     expect(s.value('regsync_cluster_info', { cluster: 'dead', name: 'dead', kind: 'nacos' })).toBe(1);
 
+    // A task of every service cannot even list the source: a problem of the whole task.
+    await defineTask(url, 'all-from-dead', 'dead', 'b', '*');
+    await waitUntil(async () => (await metrics()).value('regsync_task_problem', { task: 'all-from-dead', code: 'source_unlisted' }) === 1, {
+      message: 'task problem in the gauge',
+      ...slow,
+    });
+    expect((await api(url, 'POST', '/api/v1/tasks/all-from-dead/pause', {})).status).toBeLessThan(300);
+
     // Paused: its statuses are as old as the pause, so it no longer counts, and the cluster is unknown again.
     expect((await api(url, 'POST', '/api/v1/tasks/from-dead/pause', {})).status).toBeLessThan(300);
     await waitUntil(async () => {
       const m = await metrics();
-      return clusterState(m, 'dead') === 'unknown' && m.samples('regsync_service_syncs', { task: 'from-dead' }).length === 0;
+      return clusterState(m, 'dead') === 'unknown' && m.samples('regsync_service_syncs', { task: 'from-dead' }).length === 0 && m.samples('regsync_task_problem').length === 0;
     }, { message: 'paused task left out', ...slow });
   });
 
