@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Histogram } from 'prom-client';
@@ -7,15 +9,29 @@ import type { DnsCatalogue } from '../../src/dns/catalogue.js';
 import { DnsMetrics } from '../../src/dns/dns-metrics.js';
 import type { DnsFeed } from '../../src/dns/feed.js';
 import { RegsyncMetrics } from '../../src/metrics/index.js';
+import { stringify } from 'yaml';
 import { readYamlDocuments } from './kube-manifests.js';
 
 /**
  * deploy/grafana/regsync-dashboard.json and deploy/prometheus/regsync-alerts.yaml, checked against
  * the code: every metric an expression names is one regsync exports (so that neither can drift
- * from the code), and both files have the structure Grafana and Prometheus load. No promtool here:
- * the PromQL itself is checked for balanced brackets only.
+ * from the code), and both files have the structure Grafana and Prometheus load. Where promtool is
+ * installed, it also parses every expression (the dashboard's as recording rules) and runs the
+ * alerts' unit tests (deploy/prometheus/regsync-alerts.test.yaml); elsewhere those two tests are
+ * skipped and the PromQL is checked for balanced brackets only.
  */
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const PROMTOOL = spawnSync('promtool', ['--version']).status === 0;
+
+/** Runs promtool, failing with its output when it fails. */
+function promtool(...args: string[]): string {
+  try {
+    return execFileSync('promtool', args, { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string };
+    throw new Error(`promtool ${args.join(' ')} failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`, { cause: err });
+  }
+}
 
 /**
  * Every series name regsync exports: the registry of a process with every part registered (the
@@ -193,6 +209,25 @@ describe('deploy/grafana/regsync-dashboard.json', () => {
         }
       }
     }
+  });
+});
+
+describe('with promtool', () => {
+  it.skipIf(!PROMTOOL)('parses every dashboard expression', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'regsync-dashboard-'));
+    try {
+      const exprs = dashboard.panels.flatMap((p) => p.targets ?? []).map((t) => t.expr.replaceAll('$__rate_interval', '5m').replaceAll('$job', '.+'));
+      const file = join(dir, 'dashboard-rules.yaml');
+      writeFileSync(file, stringify({ groups: [{ name: 'dashboard', rules: exprs.map((expr, i) => ({ record: `dashboard:expr_${i}`, expr })) }] }));
+      expect(promtool('check', 'rules', file)).toContain(`SUCCESS: ${exprs.length} rules found`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.skipIf(!PROMTOOL)('checks the alert rules and passes their unit tests', () => {
+    expect(promtool('check', 'rules', 'deploy/prometheus/regsync-alerts.yaml')).toContain('SUCCESS');
+    expect(promtool('test', 'rules', 'deploy/prometheus/regsync-alerts.test.yaml')).toContain('SUCCESS');
   });
 });
 
