@@ -96,7 +96,7 @@ describe('GET /metrics of a running regsync', () => {
       { message: 'adapter errors and failed reconciles counted', timeoutMs: 20_000 },
     );
     // Labels are ids and fixed words, never services or addresses; the info series add names of tasks and clusters.
-    const allowed = new Set(['task', 'outcome', 'cluster', 'kind', 'result', 'shard', 'state', 'le']);
+    const allowed = new Set(['task', 'outcome', 'cluster', 'kind', 'result', 'shard', 'state', 'code', 'le']);
     const info = new Set(['name', 'source', 'destination']);
     for (const [name, family] of s.families) {
       if (!name.startsWith('regsync_')) continue;
