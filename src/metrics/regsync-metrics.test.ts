@@ -2,11 +2,20 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../log.js';
 import { parseScrape } from '../../test/support/prometheus.js';
 import { combineObservers } from '../engine/observer.js';
+import type { DeploymentOverview } from './deployment-overview.js';
 import { RegsyncMetrics } from './regsync-metrics.js';
 import { startMetricsServer, type MetricsServer } from './metrics-server.js';
 
 async function parsed(metrics: RegsyncMetrics) {
   return parseScrape(await metrics.metrics());
+}
+
+/** An overview with one running task `t1` keeping `instances` copies. */
+function overviewWith(instances: number): DeploymentOverview {
+  return {
+    tasks: [{ id: 't1', name: 't1', source: 'a', destination: 'b', running: true, instances, syncs: { synced: 1, failing: 0, held: 0 }, problem: null }],
+    clusters: [],
+  };
 }
 
 describe('RegsyncMetrics', () => {
@@ -58,7 +67,7 @@ describe('RegsyncMetrics', () => {
 
   it('reads the deployment gauges at scrape time, and leaves out a reading that fails or hangs', async () => {
     let depth = 3;
-    let instances: Promise<ReadonlyMap<string, number>> = Promise.resolve(new Map([['t1', 4]]));
+    let overview: Promise<DeploymentOverview> = Promise.resolve(overviewWith(4));
     const metrics = new RegsyncMetrics({ defaultMetrics: false, scrapeTimeoutMs: 200, instancesRefreshMs: 0 });
     metrics.watchDeployment({
       shards: async () => 2,
@@ -66,28 +75,74 @@ describe('RegsyncMetrics', () => {
         if (shard === 1) throw new Error('redis away');
         return depth;
       },
-      instancesManaged: () => instances,
+      overview: () => overview,
     });
     let s = await parsed(metrics);
     expect(s.families.get('regsync_queue_depth')?.type).toBe('gauge');
     expect(s.samples('regsync_queue_depth').map((x) => [x.labels.shard, x.value])).toEqual([['0', 3]]);
     expect(s.value('regsync_instances_managed', { task: 't1' })).toBe(4);
     depth = 7;
-    instances = new Promise(() => {});
+    overview = new Promise(() => {});
     s = await parsed(metrics);
     expect(s.value('regsync_queue_depth', { shard: '0' })).toBe(7);
     // Unknown is absent, never a stale or zero value.
     expect(s.samples('regsync_instances_managed')).toEqual([]);
   });
 
-  it('reuses the instances reading within instancesRefreshMs', async () => {
+  it('reuses the overview reading within instancesRefreshMs, for every gauge of a scrape', async () => {
     let reads = 0;
     const metrics = new RegsyncMetrics({ defaultMetrics: false, instancesRefreshMs: 60_000 });
-    metrics.watchDeployment({ shards: async () => 0, queueDepth: async () => 0, instancesManaged: async () => new Map([['t', (reads += 1)]]) });
+    metrics.watchDeployment({ shards: async () => 0, queueDepth: async () => 0, overview: async () => overviewWith((reads += 1)) });
     await Promise.all([metrics.metrics(), metrics.metrics()]);
     const s = await parsed(metrics);
-    expect(s.value('regsync_instances_managed', { task: 't' })).toBe(1);
+    expect(s.value('regsync_instances_managed', { task: 't1' })).toBe(1);
+    expect(s.value('regsync_service_syncs', { task: 't1', state: 'synced' })).toBe(1);
     expect(reads).toBe(1);
+  });
+
+  it('shows service syncs by state, task problems, one-hot cluster states and info series; paused tasks keep only their info', async () => {
+    const metrics = new RegsyncMetrics({ defaultMetrics: false, instancesRefreshMs: 0 });
+    const overview: DeploymentOverview = {
+      tasks: [
+        { id: 'run', name: 'run', source: 'a', destination: 'b', running: true, instances: 3, syncs: { synced: 2, failing: 1, held: 4 }, problem: 'services_left_out' },
+        { id: 'stop', name: 'stop', source: 'b', destination: 'a', running: false, instances: 0, syncs: { synced: 0, failing: 0, held: 0 }, problem: null },
+      ],
+      clusters: [
+        { id: 'a', name: 'shanghai', kind: 'nacos', state: 'unreachable' },
+        { id: 'b', name: 'b', kind: 'zookeeper', state: 'reachable' },
+        { id: 'c', name: 'c', kind: 'nacos', state: 'auth_failed' },
+      ],
+    };
+    metrics.watchDeployment({ shards: async () => 0, queueDepth: async () => 0, overview: async () => overview });
+    const s = await parsed(metrics);
+    expect(s.samples('regsync_service_syncs', { task: 'run' }).map((x) => [x.labels.state, x.value])).toEqual([
+      ['synced', 2],
+      ['failing', 1],
+      ['held', 4],
+    ]);
+    expect(s.samples('regsync_service_syncs', { task: 'stop' })).toEqual([]);
+    expect(s.samples('regsync_instances_managed').map((x) => x.labels.task)).toEqual(['run']);
+    expect(s.samples('regsync_task_problem').map((x) => [x.labels, x.value])).toEqual([[{ task: 'run', code: 'services_left_out' }, 1]]);
+    expect(s.samples('regsync_cluster_state', { cluster: 'a' }).map((x) => [x.labels.state, x.value])).toEqual([
+      ['reachable', 0],
+      ['partial', 0],
+      ['unreachable', 1],
+      ['unknown', 0],
+    ]);
+    expect(s.value('regsync_cluster_state', { cluster: 'b', state: 'reachable' })).toBe(1);
+    // A state beyond the four shows under its own word, the four at 0.
+    expect(s.samples('regsync_cluster_state', { cluster: 'c' }).map((x) => [x.labels.state, x.value])).toEqual([
+      ['reachable', 0],
+      ['partial', 0],
+      ['unreachable', 0],
+      ['unknown', 0],
+      ['auth_failed', 1],
+    ]);
+    expect(s.samples('regsync_task_info').map((x) => [x.labels, x.value])).toEqual([
+      [{ task: 'run', name: 'run', source: 'a', destination: 'b' }, 1],
+      [{ task: 'stop', name: 'stop', source: 'b', destination: 'a' }, 1],
+    ]);
+    expect(s.value('regsync_cluster_info', { cluster: 'a', name: 'shanghai', kind: 'nacos' })).toBe(1);
   });
 
   it('is read by a parser that rejects what is not Prometheus text', async () => {

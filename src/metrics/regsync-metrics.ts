@@ -2,6 +2,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Logger } from 'pino';
 import type { BeatResultKind, EngineObserver, ReconcileObservation } from '../engine/observer.js';
 import type { TransportStats } from '../model/adapter.js';
+import { CLUSTER_STATES, SERVICE_SYNC_STATES, type DeploymentOverview } from './deployment-overview.js';
 
 /**
  * What the deployment-wide gauges read from Redis at scrape time. Processes with the `api` role
@@ -12,8 +13,8 @@ export interface DeploymentReadings {
   shards(): Promise<number>;
   /** Jobs waiting, delayed or running in one shard's queue. */
   queueDepth(shard: number): Promise<number>;
-  /** Copies per task id: the sum of `destinationInstances` over the task's service statuses. */
-  instancesManaged(): Promise<ReadonlyMap<string, number>>;
+  /** Every task with its service syncs counted, and every cluster with its reachability. */
+  overview(): Promise<DeploymentOverview>;
 }
 
 /** Options of {@link RegsyncMetrics}. */
@@ -23,7 +24,7 @@ export interface RegsyncMetricsOptions {
   /** How long a scrape waits for one Redis reading before leaving its series out. Default 2000 ms. */
   scrapeTimeoutMs?: number;
   /**
-   * `regsync_instances_managed` reads every task's statuses; scrapes within this long of the last
+   * The task and cluster gauges read every task's statuses; scrapes within this long of the last
    * reading reuse it (several scrapers, or a short scrape interval, cost one read). Default 5000 ms.
    */
   instancesRefreshMs?: number;
@@ -62,9 +63,21 @@ const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300
  * - `regsync_queue_depth{shard}`: jobs waiting, delayed or running in each shard's queue;
  * - `regsync_instances_managed{task}`: copies the task keeps in its destination, from the service
  *   statuses every reconcile writes (whichever process ran it), so the value is right however many
- *   processes share the work.
+ *   processes share the work;
+ * - `regsync_service_syncs{task, state}`: the running task's service syncs by `state`
+ *   (`synced|failing|held`, see `ServiceSyncState`), every state shown, zeros included;
+ * - `regsync_task_problem{task, code}`: 1 for a running task with a task-level problem (its source
+ *   unlisted, services left out, a rule that cannot run); no series: none;
+ * - `regsync_cluster_state{cluster, state}`: 1 for the cluster's reachability (`reachable|partial|
+ *   unreachable|unknown`, see `ClusterState`) and 0 for the other states, judged from the
+ *   statuses of the running tasks' last reconciles (no probe of its own); a finer state of the
+ *   clusters view shows under its own word;
+ * - `regsync_task_info{task, name, source, destination}` and `regsync_cluster_info{cluster, name,
+ *   kind}`: 1 per task and per cluster, for PromQL to join readable names onto id labels
+ *   (`name` is the id, except for the md5 ids of the nacos-sync API: see `taskDisplayName`).
  *
- * Labels are task, cluster and shard ids and fixed words only: never service names or addresses.
+ * Labels are task, cluster and shard ids and fixed words only: never service names or addresses
+ * (except the `name` of the info series: one series per task or cluster, from its stored settings).
  * Deliberately left out: removing the series of a deleted task from the process-local metrics
  * (they stay until the process restarts; their number is bounded by the tasks it ever ran).
  */
@@ -81,7 +94,7 @@ export class RegsyncMetrics implements EngineObserver {
   private readonly log: Logger | undefined;
   private deployment: DeploymentReadings | undefined;
   private connectionsWatched = false;
-  private instancesCache: { at: number; value: Promise<ReadonlyMap<string, number> | undefined> } | undefined;
+  private overviewCache: { at: number; value: Promise<DeploymentOverview | undefined> } | undefined;
 
   constructor(options: RegsyncMetricsOptions = {}) {
     this.scrapeTimeoutMs = options.scrapeTimeoutMs ?? 2_000;
@@ -200,8 +213,9 @@ export class RegsyncMetrics implements EngineObserver {
   }
 
   /**
-   * Adds the deployment-wide gauges `regsync_queue_depth` and `regsync_instances_managed`, read
-   * from `readings` at every scrape (once; later calls are ignored). A reading that fails or takes
+   * Adds the deployment-wide gauges (`regsync_queue_depth`, `regsync_instances_managed`,
+   * `regsync_service_syncs`, `regsync_task_problem`, `regsync_cluster_state`, `regsync_task_info`, `regsync_cluster_info`),
+   * read from `readings` at every scrape (once; later calls are ignored). A reading that fails or takes
    * longer than `scrapeTimeoutMs` leaves its series out of that scrape rather than failing it, so
    * a missing series means "unknown", never zero.
    */
@@ -211,7 +225,7 @@ export class RegsyncMetrics implements EngineObserver {
     const registers = [this.registry];
     // `collect` runs with the gauge as `this`; these reach the readings.
     const reading = <T>(work: Promise<T>, what: string) => this.reading(work, what);
-    const instances = () => this.instancesManaged(readings);
+    const overview = () => this.overview(readings);
     new Gauge({
       name: 'regsync_queue_depth',
       help: 'Jobs waiting, delayed or running in each shard queue of the deployment (read from Redis at scrape time).',
@@ -231,23 +245,78 @@ export class RegsyncMetrics implements EngineObserver {
     });
     new Gauge({
       name: 'regsync_instances_managed',
-      help: 'Copies each task keeps in its destination, from the service statuses in Redis (read at scrape time).',
+      help: 'Copies each running task keeps in its destination, from the service statuses in Redis (read at scrape time).',
       labelNames: ['task'],
       registers,
       async collect() {
         this.reset();
-        const counts = await instances();
-        for (const [task, count] of counts ?? []) this.set({ task }, count);
+        for (const task of (await overview())?.tasks ?? []) if (task.running) this.set({ task: task.id }, task.instances);
+      },
+    });
+    new Gauge({
+      name: 'regsync_service_syncs',
+      help: "Service syncs of each running task by the state of their last reconcile (synced, failing, held), from the statuses in Redis.",
+      labelNames: ['task', 'state'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const task of (await overview())?.tasks ?? []) {
+          if (!task.running) continue;
+          for (const state of SERVICE_SYNC_STATES) this.set({ task: task.id, state }, task.syncs[state]);
+        }
+      },
+    });
+    new Gauge({
+      name: 'regsync_task_problem',
+      help: 'Running tasks stopped or limited as a whole (value 1), by the problem code (source_unlisted, services_left_out, task_unstartable).',
+      labelNames: ['task', 'code'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const task of (await overview())?.tasks ?? []) if (task.problem !== null) this.set({ task: task.id, code: task.problem }, 1);
+      },
+    });
+    new Gauge({
+      name: 'regsync_cluster_state',
+      help: "1 for each cluster's reachability (reachable, partial, unreachable, unknown) as the running tasks' last reconciles found it, 0 for the other states.",
+      labelNames: ['cluster', 'state'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const cluster of (await overview())?.clusters ?? []) {
+          for (const state of CLUSTER_STATES) this.set({ cluster: cluster.id, state }, cluster.state === state ? 1 : 0);
+          if (!(CLUSTER_STATES as readonly string[]).includes(cluster.state)) this.set({ cluster: cluster.id, state: cluster.state }, 1);
+        }
+      },
+    });
+    new Gauge({
+      name: 'regsync_task_info',
+      help: 'One series per task (value 1) with a readable name and its clusters, to join onto task labels.',
+      labelNames: ['task', 'name', 'source', 'destination'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const task of (await overview())?.tasks ?? []) this.set({ task: task.id, name: task.name, source: task.source, destination: task.destination }, 1);
+      },
+    });
+    new Gauge({
+      name: 'regsync_cluster_info',
+      help: 'One series per cluster (value 1) with a readable name and its kind, to join onto cluster labels.',
+      labelNames: ['cluster', 'name', 'kind'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const cluster of (await overview())?.clusters ?? []) this.set({ cluster: cluster.id, name: cluster.name, kind: cluster.kind }, 1);
       },
     });
   }
 
-  private instancesManaged(readings: DeploymentReadings): Promise<ReadonlyMap<string, number> | undefined> {
+  private overview(readings: DeploymentReadings): Promise<DeploymentOverview | undefined> {
     const now = Date.now();
-    if (!this.instancesCache || now - this.instancesCache.at >= this.instancesRefreshMs) {
-      this.instancesCache = { at: now, value: this.reading(readings.instancesManaged(), 'instances managed') };
+    if (!this.overviewCache || now - this.overviewCache.at >= this.instancesRefreshMs) {
+      this.overviewCache = { at: now, value: this.reading(readings.overview(), 'deployment overview') };
     }
-    return this.instancesCache.value;
+    return this.overviewCache.value;
   }
 
   /** `work`'s value, or undefined when it fails or takes longer than `scrapeTimeoutMs`. */

@@ -3,11 +3,12 @@ import type { Logger } from 'pino';
 import { buildApiApp } from '../api/index.js';
 import type { DnsStatusSource } from '../api/api-deps.js';
 import type { ApiToken } from '../api/auth-tokens.js';
+import { clusterStatuses } from '../api/dashboard-routes.js';
 import type { RateLimitSettings } from '../api/rate-limit.js';
 import { DeploymentView } from '../coord/deployment-view.js';
 import { listWorkers, readDeployment, shardOf, type Deployment } from '../coord/index.js';
 import type { TaskControl } from '../engine/control.js';
-import type { TaskEventLog } from '../metrics/index.js';
+import { deploymentOverview, type DeploymentOverview, type TaskEventLog } from '../metrics/index.js';
 import type { RegsyncStore } from '../store/index.js';
 import type { Connections } from './connections.js';
 import type { NodeCore } from './core.js';
@@ -60,7 +61,7 @@ export async function startApiRole(core: NodeCore, connections: Connections, set
   metrics.watchDeployment({
     shards: async () => (await current()).shards,
     queueDepth: (shard) => queues.depth(shard),
-    instancesManaged: () => copiesPerTask(store),
+    overview: () => readOverview(store),
   });
   const app = await buildApiApp({ store, control, redis, logger: settings.logger, tokens: settings.apiTokens, rateLimit: settings.apiRateLimit, deployment: view, metrics, events, dns: settings.dns, tls: settings.apiTls });
   await lifecycle.step('api', () => app.listen({ host: settings.listen.host, port: settings.listen.port }), () => app.close(), 5_000);
@@ -136,13 +137,21 @@ function withEvents(control: TaskControl, events: TaskEventLog, store: RegsyncSt
   };
 }
 
-/** Copies per running task: the sum of the destination instances in its service statuses. */
-async function copiesPerTask(store: RegsyncStore): Promise<Map<string, number>> {
-  const counts = new Map<string, number>();
-  for (const task of await store.listTasks()) {
-    if (task.state !== 'running') continue;
-    const statuses = await store.listServiceStatus(task.id);
-    counts.set(task.id, statuses.reduce((sum, s) => sum + s.destinationInstances, 0));
-  }
-  return counts;
+/**
+ * Every task with its service syncs counted and every cluster with its reachability, for the
+ * deployment-wide gauges: the statuses of the running tasks (one HGETALL each) and the
+ * reachability `GET /api/v1/clusters:status` shows, computed the same way.
+ */
+async function readOverview(store: RegsyncStore): Promise<DeploymentOverview> {
+  const [clusters, specs] = await Promise.all([store.listClusters(), store.listTasks()]);
+  const tasks = await Promise.all(
+    specs.map(async (spec) => {
+      // A paused task's statuses are as old as the pause: it only counts as a user.
+      if (spec.state === 'paused') return { spec, taskProblem: null, statuses: [] };
+      const [taskProblem, statuses] = await Promise.all([store.getTaskProblem(spec.id), store.listServiceStatus(spec.id)]);
+      return { spec, taskProblem, statuses };
+    }),
+  );
+  const reachability = new Map(clusterStatuses(clusters, tasks).map((c) => [c.id, c.reachability]));
+  return deploymentOverview({ clusters, tasks, reachability });
 }

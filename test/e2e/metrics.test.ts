@@ -95,13 +95,14 @@ describe('GET /metrics of a running regsync', () => {
       },
       { message: 'adapter errors and failed reconciles counted', timeoutMs: 20_000 },
     );
-    // Labels are ids and fixed words, never services or addresses.
-    const allowed = new Set(['task', 'outcome', 'cluster', 'kind', 'result', 'shard', 'le']);
+    // Labels are ids and fixed words, never services or addresses; the info series add names of tasks and clusters.
+    const allowed = new Set(['task', 'outcome', 'cluster', 'kind', 'result', 'shard', 'state', 'code', 'le']);
+    const info = new Set(['name', 'source', 'destination']);
     for (const [name, family] of s.families) {
       if (!name.startsWith('regsync_')) continue;
       for (const sample of family.samples) {
         for (const [label, value] of Object.entries(sample.labels)) {
-          expect(allowed.has(label), `${name} label ${label}`).toBe(true);
+          expect(allowed.has(label) || (name.endsWith('_info') && info.has(label)), `${name} label ${label}`).toBe(true);
           expect(value, `${name} ${label}`).not.toMatch(/^orders$|10\.77\.|127\.0\.0\.1/);
         }
       }
