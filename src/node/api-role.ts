@@ -152,6 +152,9 @@ async function readOverview(store: RegsyncStore): Promise<DeploymentOverview> {
       return { spec, taskProblem, statuses };
     }),
   );
-  const reachability = new Map(clusterStatuses(clusters, tasks).map((c) => [c.id, c.reachability]));
+  // A cluster none reached says why, where it can tell: credentials refused, or no usable connection.
+  const reachability = new Map(
+    clusterStatuses(clusters, tasks).map((c) => [c.id, c.reachability === 'failing' && (c.failure === 'auth_failed' || c.failure === 'not_connected') ? c.failure : c.reachability]),
+  );
   return deploymentOverview({ clusters, tasks, reachability });
 }

@@ -272,7 +272,7 @@ describe('deploy/prometheus/regsync-alerts.yaml', () => {
       ['RegsyncServiceSyncsFailing', /regsync_service_syncs\{state="failing"\}/],
       ['RegsyncDeletionHeld', /regsync_service_syncs\{state="held"\}/],
       ['RegsyncTaskProblem', /regsync_task_problem/],
-      ['RegsyncClusterUnreachable', /regsync_cluster_state\{state="unreachable"\}/],
+      ['RegsyncClusterUnreachable', /regsync_cluster_state\{state=~"unreachable\|auth_failed\|not_connected"\}/],
       ['RegsyncPropagationLagHigh', /histogram_quantile\(0\.99, .*regsync_propagation_lag_seconds_bucket/],
       ['RegsyncQueueDepthGrowing', /regsync_queue_depth/],
       ['RegsyncDnsServingStale', /regsync_dns_cluster_stale/],

@@ -47,5 +47,9 @@ describe('cluster reachability tells why', () => {
     expect(statuses.get('a')).toMatchObject({ reachability: 'ok', failure: null });
     expect(statuses.get('gone')?.lastError).toMatch(/ECONNREFUSED|no endpoint answered/);
     expect(JSON.stringify([...statuses.values()])).not.toContain('a-wrong-password');
+    // The gauge says the same.
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    await waitUntil(async () => /regsync_cluster_state\{cluster="locked",state="auth_failed"\} 1/.test(await (await fetch(`${url}/metrics`)).text()), { message: 'regsync_cluster_state of locked is auth_failed' });
+    expect(metrics).toContain('regsync_cluster_state{cluster="gone",state="unreachable"} 1');
   });
 });
