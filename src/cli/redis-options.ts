@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import type { NodeOptions } from '../node.js';
 import { redisClientSettings, type RedisCliOptions } from '../node/redis-target.js';
 import { parseDuration } from './options.js';
@@ -16,12 +16,16 @@ export interface RedisCommandOptions extends RedisCliOptions {
  * own (see `parseRedisUrl`).
  */
 export function addRedisOptions(command: Command, worker = false): Command {
+  // Shown as the flag is written (5s), not as the milliseconds it parses to.
+  const connectTimeout = new Option('--redis-connect-timeout <duration>', 'how long the first Redis connection may take before the command exits with an error')
+    .argParser(parseDuration)
+    .default(5_000, '5s');
   command
     .option('--redis-ca <file>', 'CA certificates (PEM) that sign the Redis servers\' certificates, for rediss:// (default: the system\'s)')
     .option('--redis-cert <file>', 'client certificate (PEM) for Redis servers that ask for one (with --redis-key)')
     .option('--redis-key <file>', 'private key (PEM) of --redis-cert')
     .option('--redis-tls-servername <name>', 'name checked against the Redis server\'s certificate and sent as SNI (default: the host connected to)')
-    .option('--redis-connect-timeout <duration>', 'how long the first Redis connection may take before the command exits with an error (e.g. 5s)', parseDuration, 5_000);
+    .addOption(connectTimeout);
   if (worker) {
     command.option(
       '--redis-grace <duration>',
