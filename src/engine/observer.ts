@@ -72,6 +72,11 @@ export interface EngineObserver {
   beat?(clusterId: string, result: BeatResultKind): void;
   /** Something an operator should see happened to a task (see {@link TaskEventKind}). */
   event?(event: TaskEventInput): void;
+  /**
+   * A reconcile of `taskId` reached `clusterId` (read or wrote it), or could not (`reason`: the
+   * problem's line); the event log turns the changes into `cluster` events.
+   */
+  clusterReached?(clusterId: string, reached: boolean, detail: { taskId: string; reason?: string | undefined }): void;
 }
 
 /** The observer that ignores everything (the default). */
@@ -92,5 +97,6 @@ export function combineObservers(...observers: readonly EngineObserver[]): Engin
     reconciled: (observation) => each((o) => o.reconciled?.(observation)),
     beat: (clusterId, result) => each((o) => o.beat?.(clusterId, result)),
     event: (event) => each((o) => o.event?.(event)),
+    clusterReached: (clusterId, reached, detail) => each((o) => o.clusterReached?.(clusterId, reached, detail)),
   };
 }

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { RegistryAdapter } from '../model/adapter.js';
-import { problemsText, type GuardState, type Problem, type ServiceStatus, type SkippedCounts, type TaskProblem } from '../model/service-status.js';
+import { isUnreached, problemsText, type GuardState, type Problem, type ServiceStatus, type SkippedCounts, type TaskProblem } from '../model/service-status.js';
 import {
   DEFAULT_MASS_DELETION_MIN_COPIES,
   DEFAULT_MASS_DELETION_PERCENT,
@@ -455,6 +455,7 @@ export class Reconciler {
     } catch (err) {
       const refused = err instanceof WriteRefusedError;
       const problem: Problem = withCause({ code: refused ? 'write_refused' : 'destination_unwritable', side: 'destination', cluster, message: `cannot write destination ${cluster}: ${messageOf(err)}` }, err);
+      if (isUnreached(problem)) this.reached(run, cluster, false, problem.message);
       await this.recordProblem(run, problem);
       // Refused for good: the status says why, and the next full sync tries again; retrying now cannot succeed.
       throw refused ? new RefusedRun(messageOf(err)) : new PhaseFailure(problem.message, { cause: err });
@@ -521,6 +522,9 @@ export class Reconciler {
       return synced;
     }
     const problems = this.planProblems(run, reads, planned);
+    // The run read both sides and wrote what it had to: both were reached.
+    this.reached(run, task.source, true);
+    this.reached(run, task.destination, true);
     const lagMs = Math.max(0, Date.now() - run.since);
     const held = deletion?.verdict === 'hold' ? { ...deletion.held, addresses: planned.held.slice(0, MAX_HELD_ADDRESSES).map(instanceId).sort() } : null;
     const guard = run.nextGuard === undefined ? undefined : this.opts.store.putGuard(taskId, service, run.nextGuard);
@@ -583,6 +587,7 @@ export class Reconciler {
 
   /** Records a phase's problem and stops the run with it (the reconcile rejects with `cause`). */
   private async fail(run: Run, problem: Problem, cause: unknown): Promise<never> {
+    if (isUnreached(problem)) this.reached(run, problem.cluster, false, problem.message);
     await this.recordProblem(run, withCause(problem, cause));
     throw new PhaseFailure(problem.message, { cause });
   }
@@ -598,6 +603,15 @@ export class Reconciler {
   }
 
   /** Tells the observer of an event worth an operator's eye; an observer that throws never fails the reconcile. */
+  /** Tells the observer that this run reached a cluster, or could not; an observer that throws never fails the reconcile. */
+  private reached(run: Run, clusterId: string, reached: boolean, reason?: string): void {
+    try {
+      this.observer.clusterReached?.(clusterId, reached, { taskId: run.taskId, reason });
+    } catch (err) {
+      this.log.warn({ err }, 'a cluster observer threw');
+    }
+  }
+
   private emit(kind: TaskEventKind, taskId: string, service: ServiceKey, message: string): void {
     try {
       this.observer.event?.({ kind, taskId, service: serviceKeyString(service), message });

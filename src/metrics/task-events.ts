@@ -69,6 +69,10 @@ return #events
 /** Most events written by one call of {@link ADD_EVENTS}. */
 const BATCH = 256;
 
+/** A cluster's reachability events: at most this many within {@link FLAP_WINDOW_MS} per process (a partly failing cluster flips at every reconcile). */
+const FLAP_EVENTS = 4;
+const FLAP_WINDOW_MS = 5 * 60_000;
+
 /** How long the observer collects events before writing them (ms): a moment on a dashboard, one call instead of hundreds. */
 const FLUSH_MS = 50;
 
@@ -120,7 +124,42 @@ export class TaskEventLog {
         this.pending.push(event);
         this.flushing ??= delay(FLUSH_MS).then(() => this.flush());
       },
+      clusterReached: (clusterId, reached, detail) => this.clusterReached(clusterId, reached, detail),
     };
+  }
+
+  /** What this process last told Redis of each cluster: only a change costs a round trip. */
+  private readonly reach = new Map<string, 'up' | 'down'>();
+  /** When this process recorded each cluster's recent events: a cluster that flaps (some services fail, some not) stops adding them. */
+  private readonly flips = new Map<string, number[]>();
+
+  /**
+   * Turns reconciles reaching a cluster or not into `cluster` events, once per change across every
+   * process: the state is swapped in Redis (`SET ... GET`), and only the process that changed it
+   * records the event (`cluster b cannot be reached: ...`, then `cluster b is reachable again`). A
+   * cluster first seen reachable records nothing.
+   */
+  private clusterReached(clusterId: string, reached: boolean, detail: { taskId: string; reason?: string | undefined }): void {
+    const state = reached ? 'up' : 'down';
+    if (this.reach.get(clusterId) === state) return;
+    this.reach.set(clusterId, state);
+    const key = redisKeys.clusterReach(this.opts.prefix, clusterId);
+    void this.opts.redis
+      .set(key, state, 'EX', 7 * 86_400, 'GET')
+      .then((before) => {
+        if (before === state || (before === null && reached)) return;
+        const now = Date.now();
+        const recent = (this.flips.get(clusterId) ?? []).filter((at) => now - at < FLAP_WINDOW_MS);
+        this.flips.set(clusterId, [...recent, now]);
+        if (recent.length >= FLAP_EVENTS) return;
+        const message = reached ? `cluster ${clusterId} is reachable again` : `cluster ${clusterId} cannot be reached: ${detail.reason ?? 'no answer'}`;
+        this.observer.event?.({ kind: 'cluster', clusterId, taskId: detail.taskId, message });
+      })
+      .catch((err: unknown) => {
+        // Asked again at the next reconcile that sees it.
+        this.reach.delete(clusterId);
+        this.log.debug({ err, cluster: clusterId }, 'cannot record whether a cluster was reached');
+      });
   }
 
   /** Writes the events the observer collected; resolves once they are in Redis (or logged as lost). */

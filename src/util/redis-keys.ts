@@ -15,6 +15,7 @@
  * | `<p>:release:<task>:<service>` | string | an operator's release of a held mass deletion (1 h) |
  * | `<p>:deployment` | string | shards and replicas, fixed at the first start |
  * | `<p>:schema`, `<p>:schema-lock` | string | the version of the state's layout; held while a process migrates it |
+ * | `<p>:cluster-reach:<id>` | string | `up` or `down`: whether the last reconcile that used the cluster reached it (for its `cluster` events) |
  * | `<p>:workers`, `<p>:worker:<id>` | zset, string | live workers by last heartbeat; one worker's record |
  * | `<p>:workers:events` | channel | workers joining and leaving |
  * | `<p>:lease:<shard>`, `<p>:lease-token:<shard>`, `<p>:lease-since:<shard>` | string | a shard's leader, its token counter, when the token was handed out |
@@ -43,6 +44,7 @@ export const redisKeys = {
   deployment: (p: string) => `${p}:deployment`,
   schema: (p: string) => `${p}:schema`,
   schemaLock: (p: string) => `${p}:schema-lock`,
+  clusterReach: (p: string, id: string) => `${p}:cluster-reach:${id}`,
   workers: (p: string) => `${p}:workers`,
   workerEvents: (p: string) => `${p}:workers:events`,
   worker: (p: string, id: string) => `${p}:worker:${id}`,

@@ -10,13 +10,14 @@ type Statuses = Array<{ id: string; reachability: string; failure: string | null
 describe('cluster reachability tells why', () => {
   let fx: SyncFixture;
   let a: RunningRegistry;
+  let locked: RunningRegistry;
   let url: string;
   const natives: NativeInstance[] = [];
 
   beforeAll(async () => {
     fx = await startFixture();
     a = await addRegistry(fx, 'a');
-    const locked = await addRegistry(fx, 'locked', { users: new Map([['regsync', 'the-right-password']]) });
+    locked = await addRegistry(fx, 'locked', { users: new Map([['regsync', 'the-right-password']]) });
     url = (await startSync(fx)).url as string;
     const clusters = [
       { id: 'a', kind: 'nacos', endpoints: [a.endpoint], options: { apiVersion: 'v1' } },
@@ -51,5 +52,16 @@ describe('cluster reachability tells why', () => {
     const metrics = await (await fetch(`${url}/metrics`)).text();
     await waitUntil(async () => /regsync_cluster_state\{cluster="locked",state="auth_failed"\} 1/.test(await (await fetch(`${url}/metrics`)).text()), { message: 'regsync_cluster_state of locked is auth_failed' });
     expect(metrics).toContain('regsync_cluster_state{cluster="gone",state="unreachable"} 1');
+  });
+
+  it('records a cluster event when a cluster stops being reached, and one when it is reached again', async () => {
+    const clusterEvents = async (task: string) =>
+      ((await api(url, 'GET', `/api/v1/tasks/${task}/events`)).body.items as Array<{ kind: string; clusterId?: string; message: string }>).filter((e) => e.kind === 'cluster' && e.clusterId !== undefined && !e.message.includes('saved'));
+    const down = await waitUntil(async () => (await clusterEvents('to-gone')).find((e) => e.message.startsWith('cluster gone cannot be reached: ')), { message: 'a cluster event for gone' });
+    expect(down.clusterId).toBe('gone');
+    // The right password: the next reconcile reaches it, and says so once.
+    expect((await api(url, 'PUT', '/api/v1/clusters/locked', { id: 'locked', kind: 'nacos', endpoints: [locked.endpoint], username: 'regsync', password: 'the-right-password', options: { apiVersion: 'v1' } })).status).toBe(200);
+    await waitUntil(async () => (await clusterEvents('to-locked')).some((e) => e.message === 'cluster locked is reachable again'), { message: 'locked reachable again' });
+    expect((await clusterEvents('to-locked')).filter((e) => e.message.startsWith('cluster locked cannot be reached')).length).toBe(1);
   });
 });
