@@ -46,6 +46,15 @@ describe('GET /api/v1/tasks/:id/history', () => {
     });
   });
 
+  it('leaves out the samples of an earlier task of the same id', async () => {
+    const key = `${redisServer.prefix}:history:orders`;
+    await redisServer.redis.rpush(key, JSON.stringify({ at: '2020-01-01T00:00:00.000Z', copies: 9, maxLagMs: 1, failing: 0, held: 0 }));
+    await store.createTask({ ...task, createdAt: '2026-01-01T00:00:00.000Z' });
+    await redisServer.redis.rpush(key, JSON.stringify({ at: '2026-01-01T00:00:30.000Z', copies: 1, maxLagMs: 1, failing: 0, held: 0 }));
+    const res = await app.inject({ method: 'GET', url: '/api/v1/tasks/orders/history' });
+    expect(res.json().items.map((s: { copies: number }) => s.copies)).toEqual([1]);
+  });
+
   it('answers task_not_found for an unknown task', async () => {
     const res = await app.inject({ method: 'GET', url: '/api/v1/tasks/nope/history' });
     expect(res.statusCode).toBe(404);

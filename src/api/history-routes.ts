@@ -26,7 +26,9 @@ export const historySampleView = {
 /**
  * `GET /api/v1/tasks/:id/history`: the task's samples of the last hour, oldest first
  * (`{items: [{at, copies, maxLagMs, failing, held}]}`), one per period the API role records
- * (see `TaskHistory`); empty while none was taken. `task_not_found` for an unknown task.
+ * (see `TaskHistory`); empty while none was taken. Samples older than the task (of a task deleted
+ * before under the same id, whose history has not expired yet) are left out. `task_not_found` for
+ * an unknown task.
  */
 export function registerHistoryRoutes(app: FastifyInstance, history: TaskHistorySource, store: { getTask(id: string): Promise<TaskSpec | undefined> }): void {
   app.get<{ Params: { id: string } }>(
@@ -34,8 +36,11 @@ export function registerHistoryRoutes(app: FastifyInstance, history: TaskHistory
     { schema: { params: lookupParams, response: { 200: listOf(historySampleView) } } },
     async (request) => {
       const { id } = request.params;
-      if ((await store.getTask(id)) === undefined) throw new ApiError('task_not_found', `no task ${id}`);
-      return { items: await history.read(id) };
+      const task = await store.getTask(id);
+      if (task === undefined) throw new ApiError('task_not_found', `no task ${id}`);
+      // A task deleted and created again under its id starts a new history.
+      const since = Date.parse(task.createdAt);
+      return { items: (await history.read(id)).filter((s) => !(Date.parse(s.at) < since)) };
     },
   );
 }
