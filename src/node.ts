@@ -81,6 +81,8 @@ export interface NodeOptions {
    * it lacks; with a key it encrypts the secrets still in clear.
    */
   secrets?: SecretBox | undefined;
+  /** How often the API role samples each running task's copies and max lag, ms (default 30 s; see `TaskHistory`). */
+  historyPeriodMs?: number | undefined;
 }
 
 /** A running regsync process. */

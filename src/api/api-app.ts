@@ -10,6 +10,7 @@ import { registerDnsRoutes } from './dns-routes.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerMetricsRoutes } from './metrics-routes.js';
 import { registerHealthRoutes } from './health-routes.js';
+import { registerHistoryRoutes } from './history-routes.js';
 import { registerKindRoutes } from './kind-routes.js';
 import { registerNacosSyncRoutes } from './nacos-sync-routes.js';
 import { registerOpenApi } from './openapi.js';
@@ -69,6 +70,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<FastifyInstance> {
   if (deps.deployment) registerShardRoutes(app, deps.deployment);
   if (deps.metrics) registerMetricsRoutes(app, deps.metrics);
   if (deps.events) registerEventRoutes(app, deps.events, deps.store, deps.eventRoutes);
+  if (deps.history) registerHistoryRoutes(app, deps.history, deps.store);
   registerDnsRoutes(app, deps.dns);
   registerDashboardRoutes(app, ctx);
   // Not `ready()` yet: the caller may add routes (metrics, dashboard) before `listen` or `inject`.

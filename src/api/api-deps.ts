@@ -6,6 +6,7 @@ import type { ApiToken } from './auth-tokens.js';
 import type { RateLimitSettings } from './rate-limit.js';
 import type { EventRoutesOptions, TaskEventSource } from './event-routes.js';
 import type { MetricsSource } from './metrics-routes.js';
+import type { TaskHistorySource } from './history-routes.js';
 import type { RegsyncStore } from '../store/index.js';
 
 /** Where `GET /api/v1/dns` reads from: undefined while no DNS server runs in this process. */
@@ -35,6 +36,8 @@ export interface ApiDeps {
   metrics?: MetricsSource | undefined;
   /** The task event log for `GET /api/v1/tasks/:id/events` and the `GET /api/v1/events` stream; absent without it. */
   events?: TaskEventSource | undefined;
+  /** Task samples of the last hour for `GET /api/v1/tasks/:id/history`; the route is absent without it. */
+  history?: TaskHistorySource | undefined;
   /** Serve HTTPS with this certificate chain and key (PEM); absent: plain HTTP. */
   tls?: { cert: Buffer; key: Buffer } | undefined;
   /** The DNS server this process runs, for `GET /api/v1/dns`; absent or answering undefined: the route says none runs. */

@@ -2,6 +2,7 @@
 import { ApiRequestError } from './api-client.js';
 import { cell, h, replace, table } from './dom.js';
 import { formatAgo, formatCount, formatDuration } from './format.js';
+import { historyCharts, type HistorySample } from './history-chart.js';
 import { problems, taskActions } from './tasks-view.js';
 import type { List, ServicePage, ServiceStatus, SyncEvent, TaskSummary } from './types.js';
 import { actionButton, Messages, type View, type ViewContext } from './ui.js';
@@ -30,6 +31,7 @@ export class TaskView implements View {
   private readonly pager = h('nav', { class: 'pager', 'aria-label': 'Service pages' });
   private readonly services = h('div', { 'aria-live': 'polite' }, h('p', { class: 'loading' }, 'Loading…'));
   private readonly events = h('div', {});
+  private readonly history = h('div', {});
   private offset = 0;
   private searchTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -59,6 +61,7 @@ export class TaskView implements View {
     root.append(
       h('p', {}, h('a', { href: '#/tasks' }, '← All tasks')),
       h('section', {}, h('h2', {}, 'Task ', h('code', {}, this.id)), this.messages.el, this.facts, this.actions),
+      h('section', {}, h('h2', {}, 'Last hour'), this.history),
       h('section', {}, h('h2', {}, 'Services'), filters, this.pager, this.services),
       h('section', {}, h('h2', {}, 'Recent events'), this.events),
     );
@@ -70,11 +73,16 @@ export class TaskView implements View {
     if (this.search.value.trim() !== '') query.set('q', this.search.value.trim());
     if (this.only.value !== '') query.set('only', this.only.value);
     try {
-      const [summary, page, events] = await Promise.all([
+      const [summary, page, events, history] = await Promise.all([
         this.ctx.api.get<TaskSummary>(`${path}/summary`),
         this.ctx.api.get<ServicePage>(`${path}/services?${query.toString()}`),
         this.ctx.api.get<List<SyncEvent>>(`${path}/events?limit=${EVENTS}`).catch((err: unknown) => {
           // A server without the events route: say so instead of failing the page.
+          if (err instanceof ApiRequestError && err.status === 404 && err.code === 'not_found') return undefined;
+          throw err;
+        }),
+        this.ctx.api.get<List<HistorySample>>(`${path}/history`).catch((err: unknown) => {
+          // A server without the history route: the section says so.
           if (err instanceof ApiRequestError && err.status === 404 && err.code === 'not_found') return undefined;
           throw err;
         }),
@@ -88,12 +96,14 @@ export class TaskView implements View {
       this.renderTask(summary);
       this.renderServices(summary, page);
       this.renderEvents(events);
+      replace(this.history, history === undefined ? h('p', { class: 'muted' }, 'This server keeps no history.') : historyCharts(history.items, Date.now()));
     } catch (err) {
       if (err instanceof ApiRequestError && err.code === 'task_not_found') {
         replace(this.facts, h('p', {}, `There is no task ${this.id} (any more).`));
         replace(this.actions);
         replace(this.services);
         replace(this.pager);
+        replace(this.history);
         return;
       }
       this.messages.showError(err);

@@ -10,6 +10,7 @@ import { listWorkers, readDeployment, shardOf, type Deployment } from '../coord/
 import type { TaskControl } from '../engine/control.js';
 import { deploymentOverview, type DeploymentOverview, type TaskEventLog } from '../metrics/index.js';
 import type { RegsyncStore } from '../store/index.js';
+import { TaskHistory } from '../store/task-history.js';
 import type { Connections } from './connections.js';
 import type { NodeCore } from './core.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -27,6 +28,8 @@ export interface ApiSettings {
   dns?: DnsStatusSource | undefined;
   /** HTTPS certificate chain and key (PEM); absent: plain HTTP. */
   apiTls?: { cert: Buffer; key: Buffer } | undefined;
+  /** How often running tasks are sampled for their history, ms (default 30 s). */
+  historyPeriodMs?: number | undefined;
 }
 
 /** The running REST API. */
@@ -41,6 +44,10 @@ export interface ApiRole {
  * (the control bus), recording a task event for each. Without the worker role this process runs no
  * task: it only removes a deleted task's copies, and reads the deployment anew for every view of
  * it (the workers may start after it).
+ *
+ * It also records each running task's history (see {@link TaskHistory}): every API process
+ * tries each period, one claims it in Redis, so the samples do not depend on how many run. A
+ * deployment without an API has nobody to show the history to, so the workers record none.
  */
 export async function startApiRole(core: NodeCore, connections: Connections, settings: ApiSettings, lifecycle: Lifecycle): Promise<ApiRole> {
   const { store, queues, engine, adapters, bus, events, metrics } = core;
@@ -63,7 +70,9 @@ export async function startApiRole(core: NodeCore, connections: Connections, set
     queueDepth: (shard) => queues.depth(shard),
     overview: () => readOverview(store),
   });
-  const app = await buildApiApp({ store, control, redis, logger: settings.logger, tokens: settings.apiTokens, rateLimit: settings.apiRateLimit, deployment: view, metrics, events, dns: settings.dns, tls: settings.apiTls });
+  const history = new TaskHistory(redis, settings.prefix, settings.historyPeriodMs);
+  await lifecycle.step('task history', () => history.start(store, settings.logger.child({ component: 'history' })), (stop) => stop(), 1_000);
+  const app = await buildApiApp({ store, control, redis, logger: settings.logger, tokens: settings.apiTokens, rateLimit: settings.apiRateLimit, deployment: view, metrics, events, dns: settings.dns, tls: settings.apiTls, history });
   await lifecycle.step('api', () => app.listen({ host: settings.listen.host, port: settings.listen.port }), () => app.close(), 5_000);
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : settings.listen.port;

@@ -24,6 +24,7 @@
  * | `<p>:control`, `<p>:ack:<nonce>` | channel, list | task and cluster changes told to every process; their acknowledgements |
  * | `<p>:removing:<task>` | string | held while a process removes a task's copies; the others run the task again when it lapses |
  * | `<p>:events`, `<p>:events:task:<task>` | stream | task events of the deployment, and of one task |
+ * | `<p>:history:<task>`, `<p>:history-period` | list, string | a task's samples of the last hour (copies, max lag); the last period sampled |
  * | `<p>:bull:...` | (BullMQ) | the shard queues, one per shard (`shard-<n>`) |
  *
  * Ids and tasks are used as given (the API allows only DNS-label ids); service parts are encoded
@@ -58,6 +59,8 @@ export const redisKeys = {
   removing: (p: string, taskId: string) => `${p}:removing:${taskId}`,
   events: (p: string) => `${p}:events`,
   taskEvents: (p: string, taskId: string) => `${p}:events:task:${encodeURIComponent(taskId)}`,
+  taskHistory: (p: string, taskId: string) => `${p}:history:${taskId}`,
+  historyPeriod: (p: string) => `${p}:history-period`,
   /** The prefix BullMQ puts before its own keys of the shard queues. */
   queues: (p: string) => `${p}:bull`,
 } as const;

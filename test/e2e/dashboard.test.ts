@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KINDS } from '../../adapters/kinds.js';
 import type { RunningRegistry } from '../../src/registry/index.js';
 import { makeTempDir, removeTempDir } from '../support/server-process.js';
+import { waitUntil } from '../support/wait-until.js';
 import { addRegistry, copiesIn, registerNative, startFixture, startSync, stopFixture, testLogger, type NativeInstance, type SyncFixture } from '../support/sync-fixture.js';
 
 /*
@@ -71,6 +72,8 @@ describe.skipIf(browserMissing)('the dashboard in headless Chromium', () => {
         { name: 'ops', scope: 'admin', token: ADMIN_TOKEN },
         { name: 'viewer', scope: 'read', token: READ_TOKEN },
       ],
+      // Samples of the task's last hour come often enough to see them drawn.
+      historyPeriodMs: 250,
     });
     url = node.url as string;
 
@@ -179,6 +182,33 @@ describe.skipIf(browserMissing)('the dashboard in headless Chromium', () => {
     await row.locator('td.dst', { hasText: /^2$/ }).waitFor();
     expect(await row.locator('td.syncs').textContent()).toBe('1');
     await shot('02-tasks');
+  });
+
+  it("draws the task's copies and max lag over the last hour from its samples", async () => {
+    type Sample = { copies: number; maxLagMs: number | null };
+    // Two samples of both copies, as the history route has them.
+    await waitUntil(async () => {
+      const items = ((await api('GET', `/api/v1/tasks/${TASK}/history`)).body.items ?? []) as Sample[];
+      return items.filter((s) => s.copies === 2 && s.maxLagMs !== null).length >= 2;
+    });
+    await nav('Tasks');
+    await page.getByRole('link', { name: TASK, exact: true }).click();
+    const copies = page.locator('#history svg.history-chart[data-series="copies"]');
+    const lag = page.locator('#history svg.history-chart[data-series="lag"]');
+    await copies.waitFor();
+    await lag.waitFor();
+    const pointsOf = async (chart: typeof copies) => ((await chart.locator('polyline.series').getAttribute('points')) ?? '').split(' ').filter((p) => p !== '');
+    expect((await pointsOf(copies)).length).toBeGreaterThanOrEqual(2);
+    expect((await pointsOf(lag)).length).toBeGreaterThanOrEqual(2);
+    // Axis labels: the scale's top (two copies) and zero, and the hour from left to right.
+    const labels = await copies.locator('text.axis-label').allTextContents();
+    expect(labels).toEqual(expect.arrayContaining(['2', '0', '60 min ago', 'now', 'Copies']));
+    expect(await lag.locator('text.axis-label').allTextContents()).toEqual(expect.arrayContaining(['60 min ago', 'now', 'Max lag']));
+    // As wide as the page's content, never wider.
+    const width = await page.evaluate(() => ({ chart: document.querySelector('#history')?.getBoundingClientRect().width ?? 0, page: document.documentElement.clientWidth }));
+    expect(width.chart).toBeGreaterThan(0);
+    expect(width.chart).toBeLessThanOrEqual(width.page);
+    await shot('09-task-history');
   });
 
   it('falls back to polling when the event stream is unavailable, and says when there are no events', async () => {
