@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
-import { h, replace, table, cell } from './dom.js';
-import { formatAgo, formatCount, formatDuration, taskHref } from './format.js';
+import { h, replace, table, cell, type Child } from './dom.js';
+import { formatAgo, formatCount, formatDuration, taskHref, truncate } from './format.js';
 import { abbreviateId, matchesTask, TASK_FILTER_STATES, type TaskFilter, type TaskFilterState } from './task-filter.js';
 import { buildTopology } from './topology-model.js';
 import { TopologyPanel } from './topology-view.js';
@@ -32,6 +32,15 @@ export function taskActions(ctx: ViewContext, messages: Messages, task: TaskSumm
 export function problems(task: Pick<TaskSummary, 'failing' | 'held' | 'error'>): string {
   const parts = [task.error !== null ? 'task error' : '', task.failing > 0 ? `${formatCount(task.failing)} failing` : '', task.held > 0 ? `${formatCount(task.held)} held` : ''];
   return parts.filter(Boolean).join(', ') || '-';
+}
+
+/** `namespace/group/service` cut to 48 characters, breaking at its slashes before anywhere else. */
+function selectsCell(text: string): HTMLTableCellElement {
+  const parts: Child[] = [];
+  truncate(text, 48)
+    .split('/')
+    .forEach((part, i) => parts.push(i === 0 ? null : '/', i === 0 ? null : h('wbr'), part));
+  return h('td', { class: 'selects', title: text.length > 48 ? text : null }, ...parts);
 }
 
 /** What a bulk action is called, and how its notice words the outcome. */
@@ -209,7 +218,7 @@ export class TasksView implements View {
         h('td', { class: 'select' }, tick),
         h('td', { class: 'id' }, h('a', { href: taskHref(t.id), title: short === t.id ? null : t.id, 'aria-label': short === t.id ? null : t.id }, short)),
         cell(`${t.source} → ${t.destination}`, { class: 'route' }),
-        cell(`${t.namespace}/${t.group}/${t.service}`, { class: 'selects' }, 48),
+        selectsCell(`${t.namespace}/${t.group}/${t.service}`),
         h('td', {}, stateBadge(t.state)),
         cell(formatCount(t.serviceSyncs), { class: 'num syncs' }),
         cell(formatCount(t.sourceInstances), { class: 'num src' }),
