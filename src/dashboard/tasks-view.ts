@@ -34,13 +34,13 @@ export function problems(task: Pick<TaskSummary, 'failing' | 'held' | 'error'>):
   return parts.filter(Boolean).join(', ') || '-';
 }
 
-/** `namespace/group/service` cut to 48 characters, breaking at its slashes before anywhere else. */
-function selectsCell(text: string): HTMLTableCellElement {
+/** `text` cut to `max` characters, with a line-break opportunity after each slash (paths, ids). */
+function breakingAtSlashes(text: string, max: number, attrs: Record<string, string>): HTMLTableCellElement {
   const parts: Child[] = [];
-  truncate(text, 48)
+  truncate(text, max)
     .split('/')
     .forEach((part, i) => parts.push(i === 0 ? null : '/', i === 0 ? null : h('wbr'), part));
-  return h('td', { class: 'selects', title: text.length > 48 ? text : null }, ...parts);
+  return h('td', { ...attrs, title: text.length > max ? text : null }, ...parts);
 }
 
 /** What a bulk action is called, and how its notice words the outcome. */
@@ -218,7 +218,7 @@ export class TasksView implements View {
         h('td', { class: 'select' }, tick),
         h('td', { class: 'id' }, h('a', { href: taskHref(t.id), title: short === t.id ? null : t.id, 'aria-label': short === t.id ? null : t.id }, short)),
         cell(`${t.source} → ${t.destination}`, { class: 'route' }),
-        selectsCell(`${t.namespace}/${t.group}/${t.service}`),
+        breakingAtSlashes(`${t.namespace}/${t.group}/${t.service}`, 48, { class: 'selects' }),
         h('td', {}, stateBadge(t.state)),
         cell(formatCount(t.serviceSyncs), { class: 'num syncs' }),
         cell(formatCount(t.sourceInstances), { class: 'num src' }),
@@ -226,7 +226,7 @@ export class TasksView implements View {
         cell(formatDuration(t.maxLagMs), { class: 'num lag' }),
         cell(formatAgo(t.lastSyncAt, now), { class: 'ago', title: t.lastSyncAt ?? '' }),
         cell(problems(t), { class: t.failing > 0 || t.error !== null ? 'bad problems' : 'problems' }),
-        cell(t.lastError ?? '-', { class: 'last-error' }, 90),
+        breakingAtSlashes(t.lastError ?? '-', 90, { class: 'last-error' }),
         h('td', { class: 'actions' }, ...taskActions(this.ctx, this.messages, t)),
       );
     });
