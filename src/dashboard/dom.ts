@@ -50,8 +50,8 @@ export function cell(text: string, attrs: Attrs = {}, max = 0): HTMLTableCellEle
   return h('td', attrs, text);
 }
 
-/** A table with a header row and a body; `empty` is shown in the body when there are no rows. */
-export function table(headers: string[], rows: HTMLTableRowElement[], empty: string, attrs: Attrs = {}): HTMLElement {
+/** A table with a header row (labels, or elements such as a select-all box) and a body; `empty` is shown in the body when there are no rows. */
+export function table(headers: Child[], rows: HTMLTableRowElement[], empty: string, attrs: Attrs = {}): HTMLElement {
   const body = h('tbody', {}, ...rows);
   if (rows.length === 0) body.append(h('tr', { class: 'empty' }, h('td', { colspan: headers.length }, empty)));
   return h(

@@ -1,6 +1,7 @@
 /// <reference lib="dom" />
-import { h, replace, table, cell } from './dom.js';
-import { formatAgo, formatCount, formatDuration, taskHref } from './format.js';
+import { h, replace, table, cell, type Child } from './dom.js';
+import { formatAgo, formatCount, formatDuration, taskHref, truncate } from './format.js';
+import { abbreviateId, matchesTask, TASK_FILTER_STATES, type TaskFilter, type TaskFilterState } from './task-filter.js';
 import { buildTopology } from './topology-model.js';
 import { TopologyPanel } from './topology-view.js';
 import type { Cluster, ClusterStatus, List, TaskSummary } from './types.js';
@@ -33,15 +34,46 @@ export function problems(task: Pick<TaskSummary, 'failing' | 'held' | 'error'>):
   return parts.filter(Boolean).join(', ') || '-';
 }
 
-/** `#/tasks`: every task with its service syncs summed up, its actions, and the form that adds one. */
+/** `text` cut to `max` characters, with a line-break opportunity after each slash (paths, ids). */
+function breakingAtSlashes(text: string, max: number, attrs: Record<string, string>): HTMLTableCellElement {
+  const parts: Child[] = [];
+  truncate(text, max)
+    .split('/')
+    .forEach((part, i) => parts.push(i === 0 ? null : '/', i === 0 ? null : h('wbr'), part));
+  return h('td', { ...attrs, title: text.length > max ? text : null }, ...parts);
+}
+
+/** What a bulk action is called, and how its notice words the outcome. */
+const BULK = { pause: 'paused', resume: 'resumed', delete: 'deleted' } as const;
+type BulkAction = keyof typeof BULK;
+
+/**
+ * `#/tasks`: every task with its service syncs summed up, its actions, and the form that adds one.
+ * Above the table, a search and a state filter narrow the loaded list in the page (kept while the
+ * page is open), and Pause, Resume and Delete act on the ticked rows at once through
+ * `POST /api/v1/tasks:batch`, which changes all of them or none.
+ */
 export class TasksView implements View {
   private readonly messages = new Messages();
   private readonly list = h('div', { 'aria-live': 'polite' }, h('p', { class: 'loading' }, 'Loading…'));
+  private readonly filter: TaskFilter = { search: '', state: '' };
+  /** Ticked task ids; only the shown ones are acted on. */
+  private readonly selected = new Set<string>();
+  private tasks: TaskSummary[] = [];
+  private shown: TaskSummary[] = [];
+  private readonly count = h('span', { class: 'selection', id: 'tasks-selected' });
+  private readonly bulkButtons: Record<BulkAction, HTMLButtonElement>;
   private readonly source = h('select', { name: 'source', required: true });
   private readonly destination = h('select', { name: 'destination', required: true });
   private readonly topology = new TopologyPanel();
 
-  constructor(private readonly ctx: ViewContext) {}
+  constructor(private readonly ctx: ViewContext) {
+    this.bulkButtons = {
+      pause: this.bulkButton('pause', 'Pause'),
+      resume: this.bulkButton('resume', 'Resume'),
+      delete: this.bulkButton('delete', 'Delete'),
+    };
+  }
 
   mount(root: HTMLElement): void {
     const form = actionForm(
@@ -71,7 +103,40 @@ export class TasksView implements View {
         return `task ${created.id} created`;
       },
     );
-    root.append(section('Topology', this.topology.el), section('Tasks', this.messages.el, this.list), h('section', {}, form));
+    const search = h('input', {
+      type: 'search',
+      id: 'tasks-search',
+      placeholder: 'id, source, destination or service',
+      'aria-label': 'Search tasks',
+      autocomplete: 'off',
+      value: this.filter.search,
+      onInput: (event: Event) => {
+        this.filter.search = (event.target as HTMLInputElement).value;
+        this.render();
+      },
+    });
+    const state = h(
+      'select',
+      {
+        id: 'tasks-state',
+        'aria-label': 'Filter by state',
+        onChange: (event: Event) => {
+          this.filter.state = (event.target as HTMLSelectElement).value as TaskFilterState;
+          this.render();
+        },
+      },
+      h('option', { value: '' }, 'every state'),
+      ...TASK_FILTER_STATES.map((s) => h('option', { value: s }, s)),
+    );
+    const toolbar = h(
+      'div',
+      { class: 'filters tasks-toolbar' },
+      search,
+      state,
+      h('span', { class: 'bulk', role: 'group', 'aria-label': 'Act on the selected tasks' }, this.count, this.bulkButtons.pause, this.bulkButtons.resume, this.bulkButtons.delete),
+    );
+    root.append(section('Topology', this.topology.el), section('Tasks', toolbar, this.messages.el, this.list), h('section', {}, form));
+    this.updateBulk();
   }
 
   async refresh(): Promise<void> {
@@ -86,38 +151,109 @@ export class TasksView implements View {
       const ids = clusters.items.map((c) => c.id).sort();
       setOptions(this.source, ids, 'choose a cluster');
       setOptions(this.destination, ids, 'choose a cluster');
-      this.render(tasks.items.sort((a, b) => a.id.localeCompare(b.id)));
+      this.tasks = tasks.items.sort((a, b) => a.id.localeCompare(b.id));
+      const known = new Set(this.tasks.map((t) => t.id));
+      for (const id of this.selected) if (!known.has(id)) this.selected.delete(id);
+      this.render();
     } catch (err) {
       this.messages.showError(err);
     }
   }
 
-  private render(tasks: TaskSummary[]): void {
+  /** The ticked ids among the shown rows, in the table's order. */
+  private chosen(): string[] {
+    return this.shown.filter((t) => this.selected.has(t.id)).map((t) => t.id);
+  }
+
+  private bulkButton(action: BulkAction, label: string): HTMLButtonElement {
+    const button = h('button', { type: 'button', class: action === 'delete' ? 'danger' : null, 'data-bulk': action }, label);
+    button.addEventListener('click', () => {
+      const ids = this.chosen();
+      if (ids.length === 0 || !this.ctx.canWrite()) return;
+      const what = ids.length === 1 ? `task ${ids[0]}` : `${ids.length} tasks`;
+      if (action === 'delete' && !window.confirm(`Delete ${what} (${ids.join(', ')})? Their copies are removed from their destinations.`)) return;
+      for (const b of Object.values(this.bulkButtons)) b.disabled = true;
+      button.setAttribute('aria-busy', 'true');
+      this.ctx.api
+        .post('tasks:batch', { action, tasks: ids })
+        .then(() => {
+          if (action === 'delete') for (const id of ids) this.selected.delete(id);
+          this.messages.showNotice(`${what} ${BULK[action]}`);
+        })
+        .catch((err: unknown) => this.messages.showError(err))
+        .finally(() => {
+          button.removeAttribute('aria-busy');
+          this.updateBulk();
+          this.ctx.refresh();
+        });
+    });
+    return button;
+  }
+
+  /** The selection count and whether the bulk buttons may act. */
+  private updateBulk(): void {
+    const n = this.chosen().length;
+    this.count.textContent = n === 0 ? 'none selected' : `${n} selected`;
+    for (const button of Object.values(this.bulkButtons)) {
+      button.disabled = n === 0 || !this.ctx.canWrite();
+      button.title = this.ctx.canWrite() ? (n === 0 ? 'tick tasks first' : '') : 'needs an admin token';
+    }
+  }
+
+  private render(): void {
     const now = Date.now();
-    const rows = tasks.map((t) =>
-      h(
+    this.shown = this.tasks.filter((t) => matchesTask(t, this.filter));
+    const rows = this.shown.map((t) => {
+      const tick = h('input', { type: 'checkbox', class: 'select', 'aria-label': `Select ${t.id}`, checked: this.selected.has(t.id) });
+      tick.addEventListener('change', () => {
+        if (tick.checked) this.selected.add(t.id);
+        else this.selected.delete(t.id);
+        syncAll();
+        this.updateBulk();
+      });
+      const short = abbreviateId(t.id);
+      return h(
         'tr',
         { 'data-task': t.id },
-        h('td', { class: 'id' }, h('a', { href: taskHref(t.id) }, t.id)),
-        cell(`${t.source} → ${t.destination}`),
-        cell(`${t.namespace}/${t.group}/${t.service}`, {}, 48),
+        h('td', { class: 'select' }, tick),
+        h('td', { class: 'id' }, h('a', { href: taskHref(t.id), title: short === t.id ? null : t.id, 'aria-label': short === t.id ? null : t.id }, short)),
+        cell(`${t.source} → ${t.destination}`, { class: 'route' }),
+        breakingAtSlashes(`${t.namespace}/${t.group}/${t.service}`, 48, { class: 'selects' }),
         h('td', {}, stateBadge(t.state)),
         cell(formatCount(t.serviceSyncs), { class: 'num syncs' }),
         cell(formatCount(t.sourceInstances), { class: 'num src' }),
         cell(formatCount(t.destinationInstances), { class: 'num dst' }),
         cell(formatDuration(t.maxLagMs), { class: 'num lag' }),
-        cell(formatAgo(t.lastSyncAt, now), { title: t.lastSyncAt ?? '' }),
-        cell(problems(t), { class: t.failing > 0 || t.error !== null ? 'bad' : '' }),
-        cell(t.lastError ?? '-', { class: 'last-error' }, 90),
+        cell(formatAgo(t.lastSyncAt, now), { class: 'ago', title: t.lastSyncAt ?? '' }),
+        cell(problems(t), { class: t.failing > 0 || t.error !== null ? 'bad problems' : 'problems' }),
+        breakingAtSlashes(t.lastError ?? '-', 90, { class: 'last-error' }),
         h('td', { class: 'actions' }, ...taskActions(this.ctx, this.messages, t)),
-      ),
-    );
+      );
+    });
+    const all = h('input', { type: 'checkbox', id: 'tasks-select-all', 'aria-label': 'Select every shown task', disabled: this.shown.length === 0 });
+    const syncAll = (): void => {
+      const n = this.chosen().length;
+      all.checked = n > 0 && n === this.shown.length;
+      all.indeterminate = n > 0 && n < this.shown.length;
+    };
+    all.addEventListener('change', () => {
+      for (const t of this.shown) {
+        if (all.checked) this.selected.add(t.id);
+        else this.selected.delete(t.id);
+      }
+      this.list.querySelectorAll<HTMLInputElement>('tbody input.select').forEach((box) => (box.checked = all.checked));
+      syncAll();
+      this.updateBulk();
+    });
+    syncAll();
+    this.updateBulk();
+    const empty = this.tasks.length === 0 ? 'No tasks yet: add one below.' : 'No task matches the search and filter.';
     replace(
       this.list,
       table(
-        ['Task', 'From → to', 'Selects', 'State', 'Service syncs', 'Source', 'Copies', 'Max lag', 'Last sync', 'Problems', 'Last error', 'Actions'],
+        [all, 'Task', 'From → to', 'Selects', 'State', 'Service syncs', 'Source', 'Copies', 'Max lag', 'Last sync', 'Problems', 'Last error', 'Actions'],
         rows,
-        'No tasks yet: add one below.',
+        empty,
         { id: 'tasks' },
       ),
     );
