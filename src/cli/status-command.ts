@@ -1,123 +1,15 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { parseServerUrl } from './options.js';
 
+import { buildTopology, formatLag, type ClusterInput, type ClusterStatusInput, type EdgeTone, type NodeHealth, type TaskInput, type Topology } from '../dashboard/topology-model.js';
+
 /*
- * `regsync status`: the dashboard's topology as text or Graphviz DOT, read from the REST API.
- *
- * The graph model below is a copy of the dashboard's (src/dashboard/topology-model.ts): the
- * dashboard is built on its own for the browser and its modules are not part of the Node build.
- * status-command.test.ts checks that both build the same picture from the same answers.
+ * `regsync status`: the dashboard's topology as text or Graphviz DOT, read from the REST API. The
+ * graph model is the dashboard's own (src/dashboard/topology-model.ts, no DOM: the Node build
+ * keeps it, see src/dashboard/copy-static.mjs), so both draw the same picture.
  */
 
-/** How reachable a cluster is, as `GET /api/v1/clusters:status` says; null when the API did not say. */
-export type NodeHealth = 'ok' | 'partial' | 'failing' | 'unknown' | null;
-
-/**
- * How an edge is drawn: `failing` (red) a task error or a service whose last reconcile failed for
- * another reason than a held deletion; `held` (amber) a service holding back a mass deletion and no
- * other failure; `paused` (grey); `running` (green).
- */
-export type EdgeTone = 'running' | 'paused' | 'failing' | 'held';
-
-/** A cluster of the picture. */
-export interface TopologyNode {
-  id: string;
-  /** The cluster's kind; `?` for a cluster a task names that the cluster list lacks. */
-  kind: string;
-  health: NodeHealth;
-}
-
-/** A task of the picture. */
-export interface TopologyEdge {
-  task: string;
-  source: string;
-  destination: string;
-  /** What the operator set: a task in error is still `running`. */
-  state: 'running' | 'paused';
-  tone: EdgeTone;
-  /** Copies held in the destination, summed over the task's services. */
-  copies: number;
-  maxLagMs: number | null;
-  failing: number;
-  held: number;
-}
-
-/** Clusters sorted by id; tasks by source, destination and id. */
-export interface Topology {
-  nodes: TopologyNode[];
-  edges: TopologyEdge[];
-}
-
-/** What the model reads of a cluster (`GET /api/v1/clusters`). */
-export interface ClusterInput {
-  id: string;
-  kind: string;
-}
-
-/** What the model reads of a cluster's status (`GET /api/v1/clusters:status`). */
-export interface ClusterStatusInput {
-  id: string;
-  reachability: 'ok' | 'partial' | 'failing' | 'unknown';
-}
-
-/** What the model reads of a task (`GET /api/v1/tasks:summary`). */
-export interface TaskInput {
-  id: string;
-  source: string;
-  destination: string;
-  state: 'running' | 'paused' | 'error';
-  error: string | null;
-  destinationInstances: number;
-  maxLagMs: number | null;
-  failing: number;
-  held: number;
-}
-
-const byId = (a: { id: string }, b: { id: string }): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-
-const text = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-const byPair = (a: TaskInput, b: TaskInput): number => text(a.source, b.source) || text(a.destination, b.destination) || text(a.id, b.id);
-
-/** The tone of a task: see {@link EdgeTone}. Held deletions count among `failing` in the summary. */
-export function edgeTone(task: Pick<TaskInput, 'state' | 'error' | 'failing' | 'held'>): EdgeTone {
-  if (task.state === 'paused') return 'paused';
-  if (task.error !== null || task.failing > task.held) return 'failing';
-  if (task.held > 0) return 'held';
-  return task.state === 'error' ? 'failing' : 'running';
-}
-
-/**
- * Builds the picture from what the API lists. A task whose cluster is missing from the list (deleted
- * after the task, or listed a moment later) still gets its node, of kind `?`.
- */
-export function buildTopology(clusters: readonly ClusterInput[], statuses: readonly ClusterStatusInput[] | undefined, tasks: readonly TaskInput[]): Topology {
-  const health = new Map((statuses ?? []).map((s) => [s.id, s.reachability]));
-  const nodes = new Map<string, TopologyNode>(clusters.map((c) => [c.id, { id: c.id, kind: c.kind, health: statuses === undefined ? null : (health.get(c.id) ?? 'unknown') }]));
-  for (const t of tasks) {
-    for (const id of [t.source, t.destination]) if (!nodes.has(id)) nodes.set(id, { id, kind: '?', health: null });
-  }
-  const edges = [...tasks].sort(byPair).map((t) => ({
-    task: t.id,
-    source: t.source,
-    destination: t.destination,
-    state: t.state === 'paused' ? ('paused' as const) : ('running' as const),
-    tone: edgeTone(t),
-    copies: t.destinationInstances,
-    maxLagMs: t.maxLagMs,
-    failing: t.failing,
-    held: t.held,
-  }));
-  return { nodes: [...nodes.values()].sort(byId), edges };
-}
-
-/** `1.2 s`, `850 ms`, `3 min`; `-` when unknown. */
-export function formatLag(ms: number | null): string {
-  if (ms === null || !Number.isFinite(ms)) return '-';
-  if (ms < 1_000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return `${(ms / 1_000).toFixed(ms < 10_000 ? 1 : 0)} s`;
-  if (ms < 3_600_000) return `${Math.round(ms / 60_000)} min`;
-  return `${(ms / 3_600_000).toFixed(1)} h`;
-}
+export { buildTopology, formatLag, type TaskInput } from '../dashboard/topology-model.js';
 
 /** How `regsync status` prints. */
 export type StatusFormat = 'text' | 'dot';
