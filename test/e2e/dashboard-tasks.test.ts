@@ -1,13 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningRegistry } from '../../src/registry/index.js';
 import { freePort } from '../support/ports.js';
-import { makeTempDir, removeTempDir } from '../support/server-process.js';
 import { addRegistry, persistent, startFixture, startSync, stopFixture, testLogger, type SyncFixture } from '../support/sync-fixture.js';
+import { chromiumMissing, openChromium, type OpenBrowser } from '../support/browser.js';
 import { waitUntil } from '../support/wait-until.js';
 
 /*
@@ -20,7 +20,6 @@ import { waitUntil } from '../support/wait-until.js';
  */
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = join(ROOT, 'dist', 'screenshots');
 const ADMIN_TOKEN = 'tasks-admin-0123456789abcdef';
 const READ_TOKEN = 'tasks-read-0123456789abcdef';
@@ -35,15 +34,13 @@ const TASKS: Array<[id: string, source: string, destination: string, service: st
   ['users-west-east', 'west', 'east', 'users'],
 ];
 
-if (!existsSync(CHROMIUM)) spawnSync(process.execPath, [join(ROOT, 'test', 'support', 'setup-system.mjs')], { stdio: 'inherit' });
-const browserMissing = !existsSync(CHROMIUM);
-if (browserMissing) console.warn(`dashboard tasks test skipped: ${CHROMIUM} is missing and could not be installed`);
+const browserMissing = chromiumMissing('dashboard tasks test');
 
 describe.skipIf(browserMissing)('the task list of the dashboard', () => {
   let fx: SyncFixture;
   let east: RunningRegistry;
   let url: string;
-  let profile: string;
+  let browser: OpenBrowser | undefined;
   let context: BrowserContext;
   let page: Page;
   const pageErrors: string[] = [];
@@ -102,24 +99,13 @@ describe.skipIf(browserMissing)('the task list of the dashboard', () => {
       timeoutMs: 30_000,
     });
 
-    profile = makeTempDir('regsync-chromium-');
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      viewport: { width: 1280, height: 800 },
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(20_000);
-    page.on('pageerror', (err) => pageErrors.push(err.message));
-    // Deletions are confirmed with window.confirm: the operator says yes.
-    page.on('dialog', (dialog) => void dialog.accept());
+    browser = await openChromium({ width: 1280, height: 800 }, pageErrors, { acceptDialogs: true });
+    ({ context, page } = browser);
   });
 
   afterAll(async () => {
-    await context?.close();
+    await browser?.close();
     if (fx) await stopFixture(fx);
-    if (profile) removeTempDir(profile);
   });
 
   it('fits every column at 1280 x 800 without horizontal scrolling, long ids cut with the full id on the tooltip', async () => {

@@ -1,13 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningRegistry } from '../../src/registry/index.js';
 import { freePort } from '../support/ports.js';
-import { makeTempDir, removeTempDir } from '../support/server-process.js';
 import { addRegistry, api, copiesIn, defineTask, startFixture, startSync, stopFixture, testLogger, type SyncFixture } from '../support/sync-fixture.js';
+import { chromiumMissing, openChromium, type OpenBrowser } from '../support/browser.js';
 import { waitUntil } from '../support/wait-until.js';
 
 /*
@@ -18,7 +18,6 @@ import { waitUntil } from '../support/wait-until.js';
  */
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = join(ROOT, 'dist', 'screenshots');
 const RING = [
   ['a-to-b', 'a', 'b'],
@@ -26,16 +25,13 @@ const RING = [
   ['c-to-a', 'c', 'a'],
 ] as const;
 
-if (!existsSync(CHROMIUM)) spawnSync(process.execPath, [join(ROOT, 'test', 'support', 'setup-system.mjs')], { stdio: 'inherit' });
-const browserMissing = !existsSync(CHROMIUM);
-if (browserMissing) console.warn(`dashboard topology test skipped: ${CHROMIUM} is missing and could not be installed`);
+const browserMissing = chromiumMissing('dashboard topology test');
 
 describe.skipIf(browserMissing)('the topology on the dashboard', () => {
   let fx: SyncFixture;
   const registries = new Map<string, RunningRegistry>();
   let url: string;
-  let profile: string;
-  let context: BrowserContext;
+  let browser: OpenBrowser | undefined;
   let page: Page;
   const pageErrors: string[] = [];
 
@@ -55,22 +51,13 @@ describe.skipIf(browserMissing)('the topology on the dashboard', () => {
     }
     for (const [id, source, destination] of RING) await defineTask(url, id, source, destination, 'orders');
 
-    profile = makeTempDir('regsync-chromium-');
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      viewport: { width: 1280, height: 800 },
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(20_000);
-    page.on('pageerror', (err) => pageErrors.push(err.message));
+    browser = await openChromium({ width: 1280, height: 800 }, pageErrors);
+    page = browser.page;
   });
 
   afterAll(async () => {
-    await context?.close();
+    await browser?.close();
     if (fx) await stopFixture(fx);
-    if (profile) removeTempDir(profile);
   });
 
   it('draws the ring as three clusters and three running arrows, each labelled with its copies', async () => {

@@ -1,12 +1,12 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KINDS } from '../../adapters/kinds.js';
 import type { RunningRegistry } from '../../src/registry/index.js';
-import { makeTempDir, removeTempDir } from '../support/server-process.js';
+import { chromiumMissing, openChromium, type OpenBrowser } from '../support/browser.js';
 import { waitUntil } from '../support/wait-until.js';
 import { addRegistry, copiesIn, registerNative, startFixture, startSync, stopFixture, testLogger, type NativeInstance, type SyncFixture } from '../support/sync-fixture.js';
 
@@ -19,7 +19,6 @@ import { addRegistry, copiesIn, registerNative, startFixture, startSync, stopFix
  */
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = join(ROOT, 'dist', 'screenshots');
 const ADMIN_TOKEN = 'dashboard-admin-0123456789abcdef';
 const READ_TOKEN = 'dashboard-read-0123456789abcdef';
@@ -28,18 +27,14 @@ const SERVICE_ROW = 'tr[data-service="public/DEFAULT_GROUP/orders"]';
 
 // `npm test` installs chromium before any test runs (test/support/setup-system.mjs); run directly,
 // this file tries the same, and is skipped only when the browser cannot be installed here.
-if (!existsSync(CHROMIUM)) spawnSync(process.execPath, [join(ROOT, 'test', 'support', 'setup-system.mjs')], { stdio: 'inherit' });
-const browserMissing = !existsSync(CHROMIUM);
-if (browserMissing) {
-  console.warn(`dashboard browser test skipped: ${CHROMIUM} is missing and could not be installed (as root: apt-get install -y chromium)`);
-}
+const browserMissing = chromiumMissing('dashboard browser test');
 
 describe.skipIf(browserMissing)('the dashboard in headless Chromium', () => {
   let fx: SyncFixture;
   let east: RunningRegistry;
   let west: RunningRegistry;
   let url: string;
-  let profile: string;
+  let browser: OpenBrowser | undefined;
   let context: BrowserContext;
   let page: Page;
   const natives: NativeInstance[] = [];
@@ -77,25 +72,14 @@ describe.skipIf(browserMissing)('the dashboard in headless Chromium', () => {
     });
     url = node.url as string;
 
-    profile = makeTempDir('regsync-chromium-');
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      viewport: { width: 1440, height: 900 },
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(20_000);
-    page.on('pageerror', (err) => pageErrors.push(err.message));
-    // The page confirms deletions and releases with window.confirm: the operator says yes.
-    page.on('dialog', (dialog) => void dialog.accept());
+    browser = await openChromium({ width: 1440, height: 900 }, pageErrors, { acceptDialogs: true });
+    ({ context, page } = browser);
   });
 
   afterAll(async () => {
     for (const n of natives) n.stop();
-    await context?.close();
+    await browser?.close();
     if (fx) await stopFixture(fx);
-    if (profile) removeTempDir(profile);
   });
 
   it('asks for a token, shows why a wrong one is refused, and signs in with the admin token', async () => {
