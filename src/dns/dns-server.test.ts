@@ -6,6 +6,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import * as dnsPacket from 'dns-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closedUdpPort, udpUpstream } from '../../test/support/udp-upstream.js';
 import { waitUntil } from '../../test/support/wait-until.js';
 import { createLogger, silentLogger } from '../log.js';
 import type { Instance } from '../model/types.js';
@@ -260,24 +261,6 @@ function query(name: string, id: number, type: dnsPacket.RecordType = 'A'): Buff
   return dnsPacket.encode({ type: 'query', id, questions: [{ type, name }] });
 }
 
-/** A UDP socket on loopback that receives and never answers (a dead upstream). */
-async function silentUpstream(): Promise<{ port: number; received: Buffer[]; close(): Promise<void> }> {
-  const socket = createSocket('udp4');
-  const received: Buffer[] = [];
-  socket.on('message', (m) => received.push(m));
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-  return { port: socket.address().port, received, close: () => new Promise<void>((r) => socket.close(() => r())) };
-}
-
-/** A loopback port nothing listens on: the kernel refuses UDP and TCP alike. */
-async function closedPort(): Promise<number> {
-  const socket = createSocket('udp4');
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-  const { port } = socket.address();
-  await new Promise<void>((r) => socket.close(() => r()));
-  return port;
-}
-
 /** Frames a message for DNS over TCP. */
 function frame(message: Buffer): Buffer {
   const out = Buffer.alloc(2 + message.length);
@@ -366,8 +349,8 @@ describe('DNS server forwarding names outside the zone', () => {
   });
 
   it('falls through a dead upstream (silent, or a closed port) to the next, over UDP and TCP', async () => {
-    const silent = await silentUpstream();
-    const fallthrough = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${silent.port}`, `127.0.0.1:${await closedPort()}`, `127.0.0.1:${upstream.port}`], timeoutMs: 1000 } });
+    const silent = await udpUpstream();
+    const fallthrough = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${silent.port}`, `127.0.0.1:${await closedUdpPort()}`, `127.0.0.1:${upstream.port}`], timeoutMs: 1000 } });
     try {
       expect(await digAt(fallthrough.port, 'web.svc.upstream.test', 'A', '+short')).toBe('10.90.0.1\n');
       expect(await digAt(fallthrough.port, 'web.svc.upstream.test', 'A', '+short', '+tcp')).toBe('10.90.0.1\n');
@@ -379,9 +362,9 @@ describe('DNS server forwarding names outside the zone', () => {
   });
 
   it('answers SERVFAIL with the question when every upstream failed or timed out', async () => {
-    const silent = await silentUpstream();
+    const silent = await udpUpstream();
     const failed = recorder();
-    const dead = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${silent.port}`, `127.0.0.1:${await closedPort()}`], timeoutMs: 100 }, observer: failed });
+    const dead = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${silent.port}`, `127.0.0.1:${await closedUdpPort()}`], timeoutMs: 100 }, observer: failed });
     const timedOut = recorder();
     const silentOnly = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${silent.port}`], timeoutMs: 100 }, observer: timedOut });
     try {
@@ -424,7 +407,7 @@ describe('DNS server forwarding names outside the zone', () => {
   });
 
   it('answers SERVFAIL at once past maxInFlight (busy), and close() ends what is in flight', async () => {
-    const silent = await silentUpstream();
+    const silent = await udpUpstream();
     const busy = recorder();
     const bounded = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${silent.port}`], timeoutMs: 60_000, maxInFlight: 1 }, observer: busy });
     try {

@@ -1,6 +1,7 @@
-import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram';
+import { createSocket } from 'node:dgram';
 import * as dnsPacket from 'dns-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closedUdpPort, udpUpstream } from '../../test/support/udp-upstream.js';
 import { waitUntil } from '../../test/support/wait-until.js';
 import { silentLogger } from '../log.js';
 import type { Instance } from '../model/types.js';
@@ -27,27 +28,6 @@ function answerOf(message: Buffer, address: string, change: { id?: number; name?
     questions: [{ type: 'A', name }],
     answers: [{ type: 'A', name, ttl: 5, data: address }],
   });
-}
-
-/** A UDP upstream on loopback run by `onQuery` (which may answer or not). */
-async function fakeUpstream(onQuery: (message: Buffer, from: RemoteInfo, socket: UdpSocket) => void): Promise<{ port: number; received: Buffer[]; close(): Promise<void> }> {
-  const socket = createSocket('udp4');
-  const received: Buffer[] = [];
-  socket.on('message', (message, from) => {
-    received.push(message);
-    onQuery(message, from, socket);
-  });
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-  return { port: socket.address().port, received, close: () => new Promise<void>((r) => socket.close(() => r())) };
-}
-
-/** A loopback UDP port nothing listens on (bound, then closed: the kernel answers port unreachable). */
-async function closedPort(): Promise<number> {
-  const socket = createSocket('udp4');
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-  const { port } = socket.address();
-  await new Promise<void>((r) => socket.close(() => r()));
-  return port;
 }
 
 function addressesOf(message: Buffer): string[] {
@@ -121,7 +101,7 @@ describe('DnsForwarder', () => {
   });
 
   it('sends a fresh ID upstream', async () => {
-    const fake = await fakeUpstream((m, from, socket) => socket.send(answerOf(m, '10.91.0.1'), from.port, from.address));
+    const fake = await udpUpstream((m, from, socket) => socket.send(answerOf(m, '10.91.0.1'), from.port, from.address));
     const forwarder = new DnsForwarder({ upstreams: [`127.0.0.1:${fake.port}`] });
     try {
       for (let i = 0; i < 2; i++) expect((await forwarder.forward(query('a.example', 0x1111), 'udp')).outcome).toBe('answered');
@@ -136,7 +116,7 @@ describe('DnsForwarder', () => {
   it('ignores answers with a wrong ID, a wrong question or from another port, and takes the right one', async () => {
     const intruder = createSocket('udp4');
     await new Promise<void>((resolve) => intruder.bind(0, '127.0.0.1', resolve));
-    const fake = await fakeUpstream((m, from, socket) => {
+    const fake = await udpUpstream((m, from, socket) => {
       const id = m.readUInt16BE(0);
       socket.send(answerOf(m, '6.6.6.1', { id: id ^ 1 }), from.port, from.address);
       socket.send(answerOf(m, '6.6.6.2', { name: 'other.example' }), from.port, from.address);
@@ -159,8 +139,8 @@ describe('DnsForwarder', () => {
   });
 
   it('falls through a silent upstream, a closed port and a REFUSED answer to the next', async () => {
-    const silent = await fakeUpstream(() => undefined);
-    const forwarder = new DnsForwarder({ upstreams: [`127.0.0.1:${silent.port}`, `127.0.0.1:${await closedPort()}`, `127.0.0.1:${refusing.port}`, `127.0.0.1:${upstream.port}`], timeoutMs: 1000 });
+    const silent = await udpUpstream(() => undefined);
+    const forwarder = new DnsForwarder({ upstreams: [`127.0.0.1:${silent.port}`, `127.0.0.1:${await closedUdpPort()}`, `127.0.0.1:${refusing.port}`, `127.0.0.1:${upstream.port}`], timeoutMs: 1000 });
     try {
       const result = await forwarder.forward(query(NAME), 'udp');
       expect(result.outcome).toBe('answered');
@@ -172,7 +152,7 @@ describe('DnsForwarder', () => {
   });
 
   it('says timeout when every upstream timed out and failed when one failed otherwise', async () => {
-    const silent = await fakeUpstream(() => undefined);
+    const silent = await udpUpstream(() => undefined);
     const timingOut = new DnsForwarder({ upstreams: [`127.0.0.1:${silent.port}`, `127.0.0.1:${silent.port}`], timeoutMs: 100 });
     const failing = new DnsForwarder({ upstreams: [`127.0.0.1:${silent.port}`, `127.0.0.1:${refusing.port}`], timeoutMs: 100 });
     try {
@@ -187,7 +167,7 @@ describe('DnsForwarder', () => {
   });
 
   it('answers busy past maxInFlight, and close() ends the queries in flight', async () => {
-    const silent = await fakeUpstream(() => undefined);
+    const silent = await udpUpstream(() => undefined);
     const forwarder = new DnsForwarder({ upstreams: [`127.0.0.1:${silent.port}`], timeoutMs: 60_000, maxInFlight: 2 });
     try {
       const first = forwarder.forward(query(NAME, 1), 'udp');
