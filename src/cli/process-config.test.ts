@@ -42,6 +42,13 @@ describe('--config', () => {
     expect(() => expandConfigFile(buildProgram(), argv('up', '--config', join(dir, 'missing.yaml')))).toThrow(/missing\.yaml: file not found/);
   });
 
+  it('gives regsync dns its address from the dns: section, never the API\'s listen', () => {
+    const shared = file('redis: redis://10.0.0.5:6379\nlisten: 0.0.0.0:8080\ndns:\n  listen: 0.0.0.0:5353\n');
+    const out = expandConfigFile(buildProgram(), argv('dns', '--config', shared));
+    expect(out.argv).toEqual(argv('dns', '--redis', 'redis://10.0.0.5:6379', '--config', shared));
+    expect(out.dns).toMatchObject({ listen: { host: '0.0.0.0', port: 5353 } });
+  });
+
   it('leaves other commands and command lines without --config alone', () => {
     expect(expandConfigFile(buildProgram(), argv('apply', '-f', 'tasks/'))).toEqual({ argv: argv('apply', '-f', 'tasks/'), dns: undefined });
     expect(expandConfigFile(buildProgram(), argv('worker', '--redis', 'redis://x'))).toEqual({ argv: argv('worker', '--redis', 'redis://x'), dns: undefined });

@@ -56,7 +56,8 @@ export interface ExpandedCommandLine {
  * command line wins (the last value of an option counts) and every value goes through the same
  * checks as a flag. A key that is an option of another command only (a file shared by `api` and
  * `worker` processes) is left out; any other key is an error naming it. `dns:` is the DNS section
- * (the settings of `--dns-config`) for `up` and `dns`. Flags win over the file, and the file over
+ * (the settings of `--dns-config`) for `up` and `dns`; a top-level `listen` is the REST API's, so `regsync dns`
+ * listens where `dns: {listen}` says. Flags win over the file, and the file over
  * environment variables that stand in for flags (`REGSYNC_REDIS_URL`).
  */
 export function expandConfigFile(program: Command, argv: readonly string[]): ExpandedCommandLine {
@@ -87,6 +88,8 @@ export function expandConfigFile(program: Command, argv: readonly string[]): Exp
       }
       continue;
     }
+    // One file serves every process: a top-level `listen` is the REST API's; `regsync dns` takes its address from `dns: {listen}`.
+    if (name === 'dns' && key === 'listen') continue;
     const option = command.options.find((o) => longName(o) === key);
     if (option === undefined) {
       if (others.has(key)) continue;
