@@ -262,11 +262,14 @@ describe.skipIf(browserMissing)('the dashboard in headless Chromium', () => {
     await store.deleteTask('everything');
   });
 
-  it('shows the clusters as reachable, and the shards, workers and CMDB', async () => {
+  it('shows the clusters as reachable, and the shards, workers and CMDB, each fitting 1280 px', async () => {
+    const fits = () => page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth);
+    await page.setViewportSize({ width: 1280, height: 800 });
     await nav('Clusters');
     await page.locator('tr[data-cluster="east"] .reachability', { hasText: 'reachable' }).waitFor();
     await page.locator('tr[data-cluster="west"] .reachability', { hasText: 'reachable' }).waitFor();
     expect(await page.locator('tr[data-cluster="east"]').textContent()).toContain(TASK);
+    expect(await fits()).toBe(true);
     await shot('04-clusters');
 
     await nav('Shards and workers');
@@ -274,10 +277,13 @@ describe.skipIf(browserMissing)('the dashboard in headless Chromium', () => {
     const shards = (await api('GET', '/api/v1/shards')).body as { items: unknown[] };
     expect(await page.locator('#shards tbody tr').count()).toBe(shards.items.length);
     await page.locator('#workers tbody tr[data-worker]').first().waitFor();
+    expect(await fits()).toBe(true);
     await shot('05-shards-and-workers');
 
     await nav('CMDB');
     await page.locator('#cmdb', { hasText: 'No worker reads a CMDB' }).waitFor();
+    expect(await fits()).toBe(true);
+    await page.setViewportSize({ width: 1440, height: 900 });
   });
 
   it('pauses the task from its page', async () => {
