@@ -1,0 +1,111 @@
+import type { ConsulAnswer, ConsulHttp } from './consul-http.js';
+import { ConsulRequestError } from './consul-request-error.js';
+
+/** How a blocking loop paces itself. */
+export interface BlockingPace {
+  /** `wait` of each query. */
+  waitMs: number;
+  /** Least time between queries once the burst is spent. */
+  minIntervalMs: number;
+  /** Longest pause after failures (doubling from 100 ms). */
+  backoffMaxMs: number;
+  /** Added to `wait` for the request's own timeout (Consul adds up to wait/16 of jitter). */
+  requestTimeoutMs: number;
+}
+
+/** Queries a loop may send at once before the pace applies. */
+const BURST = 2;
+const FIRST_BACKOFF_MS = 100;
+
+/**
+ * One blocking query, asked again and again (Consul's `features/blocking`): `?index=<last
+ * X-Consul-Index>&wait=<waitMs>` hangs until the data moves. The rules:
+ * - an index lower than the last one (a snapshot restore, a new cluster) resets it to 0, so the
+ *   next query answers at once and the loop starts over;
+ * - an index of 0 is never waited on (it would not block): 1 is;
+ * - a token bucket (burst {@link BURST}, then one query per `minIntervalMs`) keeps a service that
+ *   changes all the time from costing a query per change;
+ * - failures back off from 100 ms, doubling to `backoffMaxMs`;
+ * - an answer is not proof of change: `onAnswer` gets every answer and compares.
+ */
+export class BlockingLoop {
+  private index = 0;
+  private stopped = false;
+  private readonly abort = new AbortController();
+  private tokens = BURST;
+  private lastRefill = Date.now();
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly http: ConsulHttp,
+    private readonly path: string,
+    private readonly query: () => Record<string, string>,
+    private readonly pace: BlockingPace,
+    /** Every answer, changed or not. */
+    private readonly onAnswer: (answer: ConsulAnswer) => void,
+    private readonly onError: (err: unknown) => void,
+  ) {
+    void this.run();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.abort.abort();
+    this.wake?.();
+  }
+
+  private async run(): Promise<void> {
+    let backoff = FIRST_BACKOFF_MS;
+    while (!this.stopped) {
+      await this.paced();
+      if (this.stopped) return;
+      try {
+        const waitS = Math.max(1, Math.round(this.pace.waitMs / 1000));
+        const answer = await this.http.call({
+          method: 'GET',
+          path: this.path,
+          query: { ...this.query(), ...(this.index > 0 ? { index: String(this.index), wait: `${waitS}s` } : {}) },
+          timeoutMs: Math.ceil(this.pace.waitMs + this.pace.waitMs / 16 + this.pace.requestTimeoutMs),
+          signal: this.abort.signal,
+        });
+        if (this.stopped) return;
+        if (answer.index === undefined) throw new ConsulRequestError('consul-bad-answer', '', `GET ${this.path}`, 'no X-Consul-Index on a blocking read');
+        // Backwards: start over from 0 (answered at once); 0 itself would never block: wait on 1.
+        this.index = answer.index < this.index ? 0 : Math.max(1, answer.index);
+        backoff = FIRST_BACKOFF_MS;
+        this.onAnswer(answer);
+      } catch (err) {
+        if (this.stopped) return;
+        this.onError(err);
+        await this.sleep(backoff);
+        backoff = Math.min(backoff * 2, this.pace.backoffMaxMs);
+      }
+    }
+  }
+
+  /** Waits for a token of the bucket. */
+  private async paced(): Promise<void> {
+    const now = Date.now();
+    if (this.pace.minIntervalMs <= 0) return;
+    this.tokens = Math.min(BURST, this.tokens + (now - this.lastRefill) / this.pace.minIntervalMs);
+    this.lastRefill = now;
+    if (this.tokens >= 1) {
+      this.tokens -= 1;
+      return;
+    }
+    await this.sleep((1 - this.tokens) * this.pace.minIntervalMs);
+    this.tokens = 0;
+    this.lastRefill = Date.now();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+}

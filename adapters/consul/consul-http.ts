@@ -1,0 +1,164 @@
+import { readFileSync } from 'node:fs';
+import { Agent, request } from 'undici';
+import { ConsulConfigError } from './consul-config-error.js';
+import type { ConsulClusterConfig, ConsulEndpoint } from './consul-options.js';
+import { ConsulRequestError } from './consul-request-error.js';
+
+/** One answer of Consul: its status, its JSON body, and its `X-Consul-Index` when it sent one. */
+export interface ConsulAnswer {
+  status: number;
+  body: unknown;
+  index: number | undefined;
+}
+
+/** What one call asks. */
+export interface ConsulCall {
+  method: 'GET' | 'PUT';
+  path: string;
+  query?: Record<string, string> | undefined;
+  body?: unknown;
+  /** Longest wait for the whole answer; default the cluster's `requestTimeoutMs`. */
+  timeoutMs?: number | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** Largest answer read (a catalog of many services is a few MB; parsing more would hold the event loop). */
+const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Consul's HTTP API for one cluster: the ACL token on every request (`X-Consul-Token`), the
+ * datacenter, Enterprise namespace and partition only when configured, TLS as configured, and
+ * failover: a request no endpoint answered is tried on the next one, and the endpoint that last
+ * answered is tried first. An answer with an error status is not retried elsewhere (another agent
+ * would answer the same) and rejects with a {@link ConsulRequestError} naming it.
+ */
+export class ConsulHttp {
+  private readonly dispatcher: Agent;
+  private current = 0;
+
+  constructor(
+    private readonly clusterId: string,
+    private readonly config: ConsulClusterConfig,
+  ) {
+    const o = config.options;
+    const file = (setting: string, path: string | undefined): string | undefined => {
+      if (path === undefined) return undefined;
+      try {
+        return readFileSync(path, 'utf8');
+      } catch (err) {
+        throw new ConsulConfigError(clusterId, `options.${setting}`, `cannot read ${path}: ${(err as Error).message}`);
+      }
+    };
+    this.dispatcher = new Agent({
+      connections: 64,
+      keepAliveTimeout: 30_000,
+      connect: {
+        timeout: Math.min(o.requestTimeoutMs, 10_000),
+        ...(o.scheme === 'https'
+          ? {
+              ca: file('tlsCaFile', o.tlsCaFile),
+              cert: file('tlsCertFile', o.tlsCertFile),
+              key: file('tlsKeyFile', o.tlsKeyFile),
+              servername: o.tlsServerName,
+              rejectUnauthorized: !o.tlsSkipVerify,
+            }
+          : {}),
+      },
+    });
+  }
+
+  /** The query parameters every read carries (datacenter, namespace, partition, stale). */
+  readQuery(): Record<string, string> {
+    const o = this.config.options;
+    return {
+      ...(o.datacenter !== undefined ? { dc: o.datacenter } : {}),
+      ...(o.consulNamespace !== undefined ? { ns: o.consulNamespace } : {}),
+      ...(o.partition !== undefined ? { partition: o.partition } : {}),
+      ...(o.stale ? { stale: '' } : {}),
+    };
+  }
+
+  async call(call: ConsulCall): Promise<ConsulAnswer> {
+    const what = `${call.method} ${call.path}`;
+    const endpoints = this.config.endpoints;
+    let last: unknown;
+    for (let attempt = 0; attempt < endpoints.length; attempt += 1) {
+      const at = (this.current + attempt) % endpoints.length;
+      try {
+        const answer = await this.send(endpoints[at] as ConsulEndpoint, call, what);
+        this.current = at;
+        return answer;
+      } catch (err) {
+        if (!(err instanceof ConsulRequestError) || (err.code !== 'consul-unreachable' && err.code !== 'consul-timeout')) throw err;
+        if (call.signal?.aborted) throw new ConsulRequestError('consul-closed', this.clusterId, what, 'closed');
+        last = err;
+      }
+    }
+    throw last;
+  }
+
+  private async send(endpoint: ConsulEndpoint, call: ConsulCall, what: string): Promise<ConsulAnswer> {
+    const host = endpoint.host.includes(':') ? `[${endpoint.host}]` : endpoint.host;
+    const query = new URLSearchParams(call.query ?? {}).toString().replace(/=(?=&|$)/g, '');
+    const url = `${this.config.options.scheme}://${host}:${endpoint.port}${call.path}${query === '' ? '' : `?${query}`}`;
+    const timeoutMs = Math.ceil(call.timeoutMs ?? this.config.options.requestTimeoutMs);
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = call.signal === undefined ? timeout : AbortSignal.any([timeout, call.signal]);
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.config.token !== undefined) headers['x-consul-token'] = this.config.token;
+    if (call.body !== undefined) headers['content-type'] = 'application/json';
+    let status: number;
+    let text: string;
+    let index: number | undefined;
+    try {
+      const res = await request(url, {
+        dispatcher: this.dispatcher,
+        method: call.method,
+        headers,
+        body: call.body === undefined ? undefined : JSON.stringify(call.body),
+        signal,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+      status = res.statusCode;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > MAX_ANSWER_BYTES) {
+          res.body.destroy();
+          throw new ConsulRequestError('consul-bad-answer', this.clusterId, what, `answer larger than ${MAX_ANSWER_BYTES} bytes`, status);
+        }
+        chunks.push(chunk);
+      }
+      text = Buffer.concat(chunks).toString('utf8');
+      const header = res.headers['x-consul-index'];
+      const raw = Array.isArray(header) ? header[0] : header;
+      index = raw === undefined || !/^\d{1,19}$/.test(raw) ? undefined : Number(raw);
+    } catch (err) {
+      if (err instanceof ConsulRequestError) throw err;
+      if (call.signal?.aborted) throw new ConsulRequestError('consul-closed', this.clusterId, what, 'closed', undefined, { cause: err });
+      if (timeout.aborted) throw new ConsulRequestError('consul-timeout', this.clusterId, what, `no answer from ${host}:${endpoint.port} within ${timeoutMs} ms`, undefined, { cause: err });
+      const code = (err as { code?: string }).code;
+      throw new ConsulRequestError('consul-unreachable', this.clusterId, what, `${host}:${endpoint.port}: ${code ?? (err as Error).message}`, undefined, { cause: err });
+    }
+    if (status >= 400) {
+      const detail = `${status} ${text.trim().slice(0, 300) || 'no message'}`;
+      const code = status === 403 ? 'consul-auth-failed' : status >= 500 ? 'consul-server-error' : 'consul-refused';
+      throw new ConsulRequestError(code, this.clusterId, what, detail, status);
+    }
+    let body: unknown = text;
+    if (text !== '') {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new ConsulRequestError('consul-bad-answer', this.clusterId, what, `answer is not JSON: ${JSON.stringify(text.slice(0, 80))}`, status);
+      }
+    }
+    return { status, body, index };
+  }
+
+  async close(): Promise<void> {
+    await this.dispatcher.destroy();
+  }
+}
