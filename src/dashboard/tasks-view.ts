@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 import { h, replace, table, cell, type Child } from './dom.js';
 import { formatAgo, formatCount, formatDuration, taskHref, truncate } from './format.js';
-import { abbreviateId, matchesTask, TASK_FILTER_STATES, type TaskFilter, type TaskFilterState } from './task-filter.js';
+import { abbreviateId, matchesTask, TASK_FILTER_STATES, tasksHref, type TaskFilter, type TaskFilterState } from './task-filter.js';
 import { buildTopology } from './topology-model.js';
 import { TopologyPanel } from './topology-view.js';
 import type { Cluster, ClusterStatus, List, TaskSummary } from './types.js';
@@ -49,14 +49,14 @@ type BulkAction = keyof typeof BULK;
 
 /**
  * `#/tasks`: every task with its service syncs summed up, its actions, and the form that adds one.
- * Above the table, a search and a state filter narrow the loaded list in the page (kept while the
- * page is open), and Pause, Resume and Delete act on the ticked rows at once through
- * `POST /api/v1/tasks:batch`, which changes all of them or none.
+ * Above the table, a search and a state filter narrow the loaded list in the page (kept in the
+ * address, `#/tasks?q=...&state=...`), and Pause, Resume and Delete act on the ticked rows at once
+ * through `POST /api/v1/tasks:batch`, which changes all of them or none.
  */
 export class TasksView implements View {
   private readonly messages = new Messages();
   private readonly list = h('div', { 'aria-live': 'polite' }, h('p', { class: 'loading' }, 'Loading…'));
-  private readonly filter: TaskFilter = { search: '', state: '' };
+  private readonly filter: TaskFilter;
   /** Ticked task ids; only the shown ones are acted on. */
   private readonly selected = new Set<string>();
   private tasks: TaskSummary[] = [];
@@ -67,7 +67,12 @@ export class TasksView implements View {
   private readonly destination = h('select', { name: 'destination', required: true });
   private readonly topology = new TopologyPanel();
 
-  constructor(private readonly ctx: ViewContext) {
+  /** `filter`: the search and state the page opens with (from its address). */
+  constructor(
+    private readonly ctx: ViewContext,
+    filter: TaskFilter = { search: '', state: '' },
+  ) {
+    this.filter = { ...filter };
     this.bulkButtons = {
       pause: this.bulkButton('pause', 'Pause'),
       resume: this.bulkButton('resume', 'Resume'),
@@ -112,7 +117,7 @@ export class TasksView implements View {
       value: this.filter.search,
       onInput: (event: Event) => {
         this.filter.search = (event.target as HTMLInputElement).value;
-        this.render();
+        this.filterChanged();
       },
     });
     const state = h(
@@ -122,11 +127,11 @@ export class TasksView implements View {
         'aria-label': 'Filter by state',
         onChange: (event: Event) => {
           this.filter.state = (event.target as HTMLSelectElement).value as TaskFilterState;
-          this.render();
+          this.filterChanged();
         },
       },
       h('option', { value: '' }, 'every state'),
-      ...TASK_FILTER_STATES.map((s) => h('option', { value: s }, s)),
+      ...TASK_FILTER_STATES.map((s) => h('option', { value: s, selected: s === this.filter.state }, s)),
     );
     const toolbar = h(
       'div',
@@ -158,6 +163,17 @@ export class TasksView implements View {
     } catch (err) {
       this.messages.showError(err);
     }
+  }
+
+  /**
+   * Redraws the rows and keeps the filter in the address (`#/tasks?q=orders&state=failing`), so that
+   * a filtered list can be linked and survives a reload. `replaceState` changes the address without
+   * a `hashchange` (which would mount the page again) and without a history entry per keystroke.
+   */
+  private filterChanged(): void {
+    const href = tasksHref(this.filter);
+    if (location.hash !== href) history.replaceState(history.state, '', href);
+    this.render();
   }
 
   /** The ticked ids among the shown rows, in the table's order. */
