@@ -61,13 +61,19 @@ describe('EventStreamParser', () => {
 
 describe('routes of the page', () => {
   it('maps hashes to views, anything unknown to the task list', () => {
-    expect(parseRoute('')).toEqual({ view: 'tasks' });
-    expect(parseRoute('#/tasks')).toEqual({ view: 'tasks' });
+    const everyTask = { view: 'tasks', filter: { search: '', state: '' } };
+    expect(parseRoute('')).toEqual(everyTask);
+    expect(parseRoute('#/tasks')).toEqual(everyTask);
+    expect(parseRoute('#/tasks?q=orders%20east&state=failing')).toEqual({ view: 'tasks', filter: { search: 'orders east', state: 'failing' } });
+    expect(parseRoute('#/tasks/?state=held')).toEqual({ view: 'tasks', filter: { search: '', state: 'held' } });
+    expect(parseRoute('#/tasks?state=bogus&q=a%26b')).toEqual({ view: 'tasks', filter: { search: 'a&b', state: '' } });
+    expect(parseRoute('#/tasks/orders?q=x')).toEqual({ view: 'task', id: 'orders' });
+    expect(parseRoute('#/clusters?q=x')).toEqual({ view: 'clusters' });
     expect(parseRoute(taskHref('orders a/b'))).toEqual({ view: 'task', id: 'orders a/b' });
     expect(parseRoute('#/clusters')).toEqual({ view: 'clusters' });
     expect(parseRoute('#/clusters/east%20one')).toEqual({ view: 'clusters', id: 'east one' });
     expect(parseRoute('#/shards')).toEqual({ view: 'deployment' });
     expect(parseRoute('#/cmdb')).toEqual({ view: 'cmdb' });
-    expect(parseRoute('#/nope')).toEqual({ view: 'tasks' });
+    expect(parseRoute('#/nope')).toEqual(everyTask);
   });
 });

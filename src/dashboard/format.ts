@@ -1,3 +1,5 @@
+import { taskFilterOf, type TaskFilter } from './task-filter.js';
+
 /*
  * Pure helpers of the dashboard: formatting, parsing form input, reading a server-sent event stream.
  * No DOM here, so that the unit tests run them in Node.
@@ -87,20 +89,27 @@ export class EventStreamParser {
   }
 }
 
-/** The route part of the page's address: `#/tasks/abc` -> `{view: 'task', id: 'abc'}`. */
+/**
+ * The route part of the page's address: `#/tasks/abc` -> `{view: 'task', id: 'abc'}`;
+ * `#/tasks?q=orders&state=failing` -> the task list with that filter.
+ */
 export type Route =
-  | { view: 'tasks' }
+  | { view: 'tasks'; filter: TaskFilter }
   | { view: 'task'; id: string }
   | { view: 'clusters'; id?: string }
   | { view: 'deployment' }
   | { view: 'cmdb' };
 
-/** Parses `location.hash`; anything unknown is the task list. */
+/** Parses `location.hash`; anything unknown is the unfiltered task list. A query (`?...`) is read by the task list only. */
 export function parseRoute(hash: string): Route {
-  const parts = hash.replace(/^#\/?/, '').split('/').filter((p) => p !== '');
+  const path = hash.replace(/^#\/?/, '');
+  const q = path.indexOf('?');
+  const parts = (q < 0 ? path : path.slice(0, q)).split('/').filter((p) => p !== '');
+  const everyTask: Route = { view: 'tasks', filter: { search: '', state: '' } };
   switch (parts[0]) {
     case 'tasks':
-      return parts[1] ? { view: 'task', id: decodeURIComponent(parts[1]) } : { view: 'tasks' };
+      if (parts[1]) return { view: 'task', id: decodeURIComponent(parts[1]) };
+      return { view: 'tasks', filter: taskFilterOf(new URLSearchParams(q < 0 ? '' : path.slice(q + 1))) };
     case 'clusters':
       return parts[1] ? { view: 'clusters', id: decodeURIComponent(parts[1]) } : { view: 'clusters' };
     case 'shards':
@@ -108,7 +117,7 @@ export function parseRoute(hash: string): Route {
     case 'cmdb':
       return { view: 'cmdb' };
     default:
-      return { view: 'tasks' };
+      return everyTask;
   }
 }
 

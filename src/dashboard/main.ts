@@ -165,7 +165,7 @@ class Dashboard {
         view = new CmdbView(this.ctx);
         break;
       default:
-        view = new TasksView(this.ctx);
+        view = new TasksView(this.ctx, route.filter);
     }
     const root = byId('view');
     replace(root);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { abbreviateId, matchesTask } from './task-filter.js';
+import { abbreviateId, matchesTask, taskFilterOf, tasksHref } from './task-filter.js';
 
 const task = { id: 'orders-east-west', source: 'east', destination: 'West', service: 'orders', state: 'running' as const, failing: 0, held: 0, error: null };
 
@@ -32,5 +32,27 @@ describe('abbreviateId', () => {
     expect(short.startsWith('payments-from-')).toBe(true);
     expect(short.endsWith('-one')).toBe(true);
     expect(short).toContain('…');
+  });
+});
+
+describe('the task filter in the address', () => {
+  it('writes only what narrows the list, and reads back what it wrote', () => {
+    expect(tasksHref({ search: '', state: '' })).toBe('#/tasks');
+    expect(tasksHref({ search: 'orders', state: '' })).toBe('#/tasks?q=orders');
+    expect(tasksHref({ search: '', state: 'held' })).toBe('#/tasks?state=held');
+    for (const filter of [
+      { search: 'a&b=c #x/y', state: 'failing' as const },
+      { search: '  spaced  ', state: 'paused' as const },
+      { search: 'ünïcode', state: '' as const },
+    ]) {
+      const href = tasksHref(filter);
+      expect(taskFilterOf(new URLSearchParams(href.slice(href.indexOf('?') + 1)))).toEqual(filter);
+    }
+  });
+
+  it('reads a missing or unknown state as every state', () => {
+    expect(taskFilterOf(new URLSearchParams(''))).toEqual({ search: '', state: '' });
+    expect(taskFilterOf(new URLSearchParams('state=error&q=x'))).toEqual({ search: 'x', state: '' });
+    expect(taskFilterOf(new URLSearchParams('state=toString'))).toEqual({ search: '', state: '' });
   });
 });

@@ -45,3 +45,21 @@ export function abbreviateId(id: string, max = 24): string {
   const tail = Math.floor((max - 1) / 3);
   return `${id.slice(0, max - 1 - tail)}…${id.slice(id.length - tail)}`;
 }
+
+/**
+ * The filter a task list's address asks for (`q` and `state` of `#/tasks?q=orders&state=failing`).
+ * An unknown state is every state, so that a stale or mistyped link still lists tasks.
+ */
+export function taskFilterOf(params: URLSearchParams): TaskFilter {
+  const state = params.get('state') ?? '';
+  return { search: params.get('q') ?? '', state: (TASK_FILTER_STATES as readonly string[]).includes(state) ? (state as TaskFilterState) : '' };
+}
+
+/** The address of the task list under `filter`: `#/tasks`, or `#/tasks?q=orders&state=failing`. */
+export function tasksHref(filter: TaskFilter): string {
+  const params = new URLSearchParams();
+  if (filter.search !== '') params.set('q', filter.search);
+  if (filter.state !== '') params.set('state', filter.state);
+  const query = params.toString();
+  return query === '' ? '#/tasks' : `#/tasks?${query}`;
+}

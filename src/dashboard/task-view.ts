@@ -3,8 +3,9 @@ import { ApiRequestError } from './api-client.js';
 import { cell, h, replace, table } from './dom.js';
 import { formatAgo, formatCount, formatDuration } from './format.js';
 import { historyCharts, type HistorySample } from './history-chart.js';
+import { TaskForm, type StoredTask } from './task-form.js';
 import { problems, taskActions } from './tasks-view.js';
-import type { List, ServicePage, ServiceStatus, SyncEvent, TaskSummary } from './types.js';
+import type { Cluster, List, ServicePage, ServiceStatus, SyncEvent, TaskSummary } from './types.js';
 import { actionButton, Messages, type View, type ViewContext } from './ui.js';
 
 /** Services shown per page: enough to scan, few enough to draw at once whatever the task's size. */
@@ -13,7 +14,7 @@ export const PAGE_SIZE = 100;
 const EVENTS = 30;
 
 /**
- * `#/tasks/:id`: one task, its actions, one page of its services (searchable, filtered by problem
+ * `#/tasks/:id`: one task, its actions (with Edit, which opens the task's form), one page of its services (searchable, filtered by problem
  * or held deletion) with a Release button for each held mass deletion, and its recent events.
  */
 export class TaskView implements View {
@@ -32,6 +33,9 @@ export class TaskView implements View {
   private readonly services = h('div', { 'aria-live': 'polite' }, h('p', { class: 'loading' }, 'Loading…'));
   private readonly events = h('div', {});
   private readonly history = h('div', {});
+  /** The edit form, while it is open (the Edit action opens it, filled from the stored task). */
+  private readonly editor = h('div', { class: 'task-editor', hidden: true });
+  private form: TaskForm | undefined;
   private offset = 0;
   private searchTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -60,7 +64,7 @@ export class TaskView implements View {
     filters.addEventListener('submit', (event) => event.preventDefault());
     root.append(
       h('p', {}, h('a', { href: '#/tasks' }, '← All tasks')),
-      h('section', {}, h('h2', {}, 'Task ', h('code', {}, this.id)), this.messages.el, this.facts, this.actions),
+      h('section', {}, h('h2', {}, 'Task ', h('code', {}, this.id)), this.messages.el, this.facts, this.actions, this.editor),
       h('section', {}, h('h2', {}, 'Last hour'), this.history),
       h('section', {}, h('h2', {}, 'Services'), filters, this.pager, this.services),
       h('section', {}, h('h2', {}, 'Recent events'), this.events),
@@ -94,6 +98,7 @@ export class TaskView implements View {
         return;
       }
       this.renderTask(summary);
+      if (this.form !== undefined) await this.updateClusters(this.form);
       this.renderServices(summary, page);
       this.renderEvents(events);
       replace(this.history, history === undefined ? h('p', { class: 'muted' }, 'This server keeps no history.') : historyCharts(history.items, Date.now()));
@@ -104,6 +109,9 @@ export class TaskView implements View {
         replace(this.services);
         replace(this.pager);
         replace(this.history);
+        this.form = undefined;
+        this.editor.hidden = true;
+        replace(this.editor);
         return;
       }
       this.messages.showError(err);
@@ -134,6 +142,7 @@ export class TaskView implements View {
     replace(
       this.actions,
       ...taskActions(this.ctx, this.messages, t, () => this.ctx.navigate('#/tasks')),
+      this.editButton(),
       t.held > 0
         ? actionButton(
             this.ctx,
@@ -147,6 +156,47 @@ export class TaskView implements View {
           )
         : null,
     );
+  }
+
+  /** Edit opens the form filled from the stored task (`GET /api/v1/tasks/:id`); Close folds it. */
+  private editButton(): HTMLButtonElement {
+    const open = this.form !== undefined;
+    const button = h('button', { type: 'button', id: 'edit-task-toggle', 'aria-expanded': String(open) }, open ? 'Close the editor' : 'Edit');
+    if (!this.ctx.canWrite()) {
+      button.disabled = true;
+      button.title = 'needs an admin token';
+      return button;
+    }
+    button.addEventListener('click', () => {
+      if (this.form !== undefined) {
+        this.form = undefined;
+        this.editor.hidden = true;
+        replace(this.editor);
+        this.ctx.refresh();
+        return;
+      }
+      button.disabled = true;
+      void this.openEditor().finally(() => this.ctx.refresh());
+    });
+    return button;
+  }
+
+  private async openEditor(): Promise<void> {
+    try {
+      const stored = await this.ctx.api.get<StoredTask>(`tasks/${encodeURIComponent(this.id)}`);
+      const form = new TaskForm(this.ctx, { kind: 'edit', id: this.id }, () => this.messages.clear());
+      await this.updateClusters(form);
+      form.fill(stored);
+      this.form = form;
+      replace(this.editor, form.el);
+      this.editor.hidden = false;
+    } catch (err) {
+      this.messages.showError(err);
+    }
+  }
+
+  private async updateClusters(form: TaskForm): Promise<void> {
+    form.setClusters((await this.ctx.api.get<List<Cluster>>('clusters')).items.map((c) => c.id));
   }
 
   private renderServices(t: TaskSummary, page: ServicePage): void {

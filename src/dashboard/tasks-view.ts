@@ -1,11 +1,12 @@
 /// <reference lib="dom" />
 import { h, replace, table, cell, type Child } from './dom.js';
 import { formatAgo, formatCount, formatDuration, taskHref, truncate } from './format.js';
-import { abbreviateId, matchesTask, TASK_FILTER_STATES, type TaskFilter, type TaskFilterState } from './task-filter.js';
+import { abbreviateId, matchesTask, TASK_FILTER_STATES, tasksHref, type TaskFilter, type TaskFilterState } from './task-filter.js';
+import { TaskForm } from './task-form.js';
 import { buildTopology } from './topology-model.js';
 import { TopologyPanel } from './topology-view.js';
 import type { Cluster, ClusterStatus, List, TaskSummary } from './types.js';
-import { actionButton, actionForm, field, Messages, section, setOptions, stateBadge, valueOf, type View, type ViewContext } from './ui.js';
+import { actionButton, Messages, section, stateBadge, type View, type ViewContext } from './ui.js';
 
 /** The buttons that pause or resume, resync and delete a task. */
 export function taskActions(ctx: ViewContext, messages: Messages, task: TaskSummary, afterDelete?: () => void): HTMLElement[] {
@@ -49,25 +50,31 @@ type BulkAction = keyof typeof BULK;
 
 /**
  * `#/tasks`: every task with its service syncs summed up, its actions, and the form that adds one.
- * Above the table, a search and a state filter narrow the loaded list in the page (kept while the
- * page is open), and Pause, Resume and Delete act on the ticked rows at once through
- * `POST /api/v1/tasks:batch`, which changes all of them or none.
+ * Above the table, a search and a state filter narrow the loaded list in the page (kept in the
+ * address, `#/tasks?q=...&state=...`), and Pause, Resume and Delete act on the ticked rows at once
+ * through `POST /api/v1/tasks:batch`, which changes all of them or none. The add form is the
+ * {@link TaskForm} a task's page edits with.
  */
 export class TasksView implements View {
   private readonly messages = new Messages();
   private readonly list = h('div', { 'aria-live': 'polite' }, h('p', { class: 'loading' }, 'Loading…'));
-  private readonly filter: TaskFilter = { search: '', state: '' };
+  private readonly filter: TaskFilter;
   /** Ticked task ids; only the shown ones are acted on. */
   private readonly selected = new Set<string>();
   private tasks: TaskSummary[] = [];
   private shown: TaskSummary[] = [];
   private readonly count = h('span', { class: 'selection', id: 'tasks-selected' });
   private readonly bulkButtons: Record<BulkAction, HTMLButtonElement>;
-  private readonly source = h('select', { name: 'source', required: true });
-  private readonly destination = h('select', { name: 'destination', required: true });
+  private readonly form: TaskForm;
   private readonly topology = new TopologyPanel();
 
-  constructor(private readonly ctx: ViewContext) {
+  /** `filter`: the search and state the page opens with (from its address). */
+  constructor(
+    private readonly ctx: ViewContext,
+    filter: TaskFilter = { search: '', state: '' },
+  ) {
+    this.filter = { ...filter };
+    this.form = new TaskForm(ctx, { kind: 'add' });
     this.bulkButtons = {
       pause: this.bulkButton('pause', 'Pause'),
       resume: this.bulkButton('resume', 'Resume'),
@@ -76,33 +83,6 @@ export class TasksView implements View {
   }
 
   mount(root: HTMLElement): void {
-    const form = actionForm(
-      this.ctx,
-      { id: 'add-task', title: 'Add a task', submitLabel: 'Add task' },
-      [
-        field('Id', h('input', { name: 'id', placeholder: 'derived when empty', autocomplete: 'off', pattern: '[a-z0-9]([a-z0-9-]*[a-z0-9])?' })),
-        field('Source', this.source),
-        field('Destination', this.destination),
-        field('Service', h('input', { name: 'service', required: true, placeholder: 'orders, or * for every service', autocomplete: 'off' })),
-        field('Group', h('input', { name: 'group', placeholder: 'DEFAULT_GROUP', autocomplete: 'off' })),
-        field('Namespace', h('input', { name: 'namespace', placeholder: "the source's, or public", autocomplete: 'off' })),
-        field('Options (JSON)', h('textarea', { name: 'options', rows: 2, placeholder: '{"include": ["orders-*"]}' }), 'optional; see the README for every option'),
-      ],
-      async (f) => {
-        const body: Record<string, unknown> = { source: valueOf(f, 'source'), destination: valueOf(f, 'destination'), service: valueOf(f, 'service') };
-        for (const name of ['id', 'group', 'namespace']) if (valueOf(f, name) !== '') body[name] = valueOf(f, name);
-        const options = valueOf(f, 'options');
-        if (options !== '') {
-          try {
-            body.options = JSON.parse(options) as unknown;
-          } catch {
-            throw new Error('options must be a JSON object, such as {"fullSyncIntervalMs": 60000}');
-          }
-        }
-        const created = await this.ctx.api.post<TaskSummary>('tasks', body);
-        return `task ${created.id} created`;
-      },
-    );
     const search = h('input', {
       type: 'search',
       id: 'tasks-search',
@@ -112,7 +92,7 @@ export class TasksView implements View {
       value: this.filter.search,
       onInput: (event: Event) => {
         this.filter.search = (event.target as HTMLInputElement).value;
-        this.render();
+        this.filterChanged();
       },
     });
     const state = h(
@@ -122,11 +102,11 @@ export class TasksView implements View {
         'aria-label': 'Filter by state',
         onChange: (event: Event) => {
           this.filter.state = (event.target as HTMLSelectElement).value as TaskFilterState;
-          this.render();
+          this.filterChanged();
         },
       },
       h('option', { value: '' }, 'every state'),
-      ...TASK_FILTER_STATES.map((s) => h('option', { value: s }, s)),
+      ...TASK_FILTER_STATES.map((s) => h('option', { value: s, selected: s === this.filter.state }, s)),
     );
     const toolbar = h(
       'div',
@@ -135,7 +115,7 @@ export class TasksView implements View {
       state,
       h('span', { class: 'bulk', role: 'group', 'aria-label': 'Act on the selected tasks' }, this.count, this.bulkButtons.pause, this.bulkButtons.resume, this.bulkButtons.delete),
     );
-    root.append(section('Topology', this.topology.el), section('Tasks', toolbar, this.messages.el, this.list), h('section', {}, form));
+    root.append(section('Topology', this.topology.el), section('Tasks', toolbar, this.messages.el, this.list), h('section', {}, this.form.el));
     this.updateBulk();
   }
 
@@ -148,9 +128,7 @@ export class TasksView implements View {
         this.ctx.api.get<List<ClusterStatus>>('clusters:status').catch(() => undefined),
       ]);
       this.topology.render(buildTopology(clusters.items, statuses?.items, tasks.items));
-      const ids = clusters.items.map((c) => c.id).sort();
-      setOptions(this.source, ids, 'choose a cluster');
-      setOptions(this.destination, ids, 'choose a cluster');
+      this.form.setClusters(clusters.items.map((c) => c.id));
       this.tasks = tasks.items.sort((a, b) => a.id.localeCompare(b.id));
       const known = new Set(this.tasks.map((t) => t.id));
       for (const id of this.selected) if (!known.has(id)) this.selected.delete(id);
@@ -158,6 +136,17 @@ export class TasksView implements View {
     } catch (err) {
       this.messages.showError(err);
     }
+  }
+
+  /**
+   * Redraws the rows and keeps the filter in the address (`#/tasks?q=orders&state=failing`), so that
+   * a filtered list can be linked and survives a reload. `replaceState` changes the address without
+   * a `hashchange` (which would mount the page again) and without a history entry per keystroke.
+   */
+  private filterChanged(): void {
+    const href = tasksHref(this.filter);
+    if (location.hash !== href) history.replaceState(history.state, '', href);
+    this.render();
   }
 
   /** The ticked ids among the shown rows, in the table's order. */
