@@ -96,7 +96,7 @@ export class TaskView implements View {
       this.renderTask(summary);
       this.renderServices(summary, page);
       this.renderEvents(events);
-      replace(this.history, history === undefined ? h('p', { class: 'muted' }, 'This server keeps no history.') : historyCharts(history.items, Date.now()));
+      replace(this.history, history === undefined ? h('p', { class: 'muted' }, 'This server keeps no history.') : historyCharts(history.items, Date.now(), events?.items));
     } catch (err) {
       if (err instanceof ApiRequestError && err.code === 'task_not_found') {
         replace(this.facts, h('p', {}, `There is no task ${this.id} (any more).`));
