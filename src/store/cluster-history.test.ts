@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../log.js';
 import { redisPerTest } from '../../test/support/redis-per-test.js';
+import { waitUntil } from '../../test/support/wait-until.js';
 import { redisKeys } from '../util/redis-keys.js';
 import { CLUSTER_HISTORY_BUCKETS, CLUSTER_HISTORY_CODES, CLUSTER_HISTORY_TTL_MS, ClusterErrorHistory, OTHER_CODE } from './cluster-history.js';
 
@@ -111,11 +112,19 @@ describe('ClusterErrorHistory', () => {
     expect((await history.read('beijing', start)).every((b) => b.errors === 0)).toBe(true);
   });
 
-  it('flushes on its timer and once more when stopped', async () => {
+  it('flushes on its timer, and once more when stopped', async () => {
     const history = new ClusterErrorHistory(redisServer.redis, redisServer.prefix);
-    const stop = history.start(silentLogger(), 60_000);
+    const errorsOf = async () => (await history.read('shanghai')).reduce((n, b) => n + b.errors, 0);
+    const stop = history.start(silentLogger(), 20);
     history.count('shanghai', 'nacos-unreachable');
+    await waitUntil(async () => (await errorsOf()) === 1, { message: 'the timer flushed' });
     await stop();
-    expect((await history.read('shanghai')).reduce((n, b) => n + b.errors, 0)).toBe(1);
+
+    // Stopped long before its first tick: the stop writes what was counted.
+    const last = new ClusterErrorHistory(redisServer.redis, redisServer.prefix);
+    const stopLast = last.start(silentLogger(), 3_600_000);
+    last.count('shanghai', 'nacos-timeout');
+    await stopLast();
+    expect(await errorsOf()).toBe(2);
   });
 });
