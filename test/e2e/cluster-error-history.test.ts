@@ -128,7 +128,7 @@ describe('per-cluster request error history', () => {
       // The marks sit inside the plot of the chart.
       const inside = await copies.evaluate((svg) => {
         const plot = svg.querySelector('rect.plot')?.getBoundingClientRect();
-        return [...svg.querySelectorAll('g.event-mark line')].every((line) => {
+        return Array.from(svg.querySelectorAll('g.event-mark line')).every((line) => {
           const r = line.getBoundingClientRect();
           return plot !== undefined && r.left >= plot.left - 1 && r.right <= plot.right + 1;
         });
