@@ -139,6 +139,8 @@ export async function startNode(options: NodeOptions): Promise<RegsyncNode> {
     const deployment = await readOrEnsureDeployment(connections, prefix, roles.has('worker'), options);
     const core = buildCore({ ...options, prefix }, connections, deployment);
     await prepareStoredSecrets(core.store, options.secrets ?? SecretBox.none, logger);
+    // Stopped after the adapters closed: the last flush takes their last failures.
+    await lifecycle.step('cluster error history', () => core.clusterErrors.start(logger.child({ component: 'cluster-history' })), (stop) => stop(), 1_000);
     // Bound before this process joins anything: an address in use stops it with little to undo.
     const metricsServer = options.metricsListen
       ? await lifecycle.step('metrics listener', () => startMetricsServer(core.metrics, options.metricsListen as { host: string; port: number }, logger, {}, options.metricsToken), (server) => server.close(), 2_000)

@@ -3,6 +3,7 @@ import { silentLogger } from '../log.js';
 import type { ApiDeps, RouteContext } from './api-deps.js';
 import { installAuth, registerAuthRoutes } from './auth.js';
 import { installBodyDepthLimit } from './body-depth.js';
+import { registerClusterHistoryRoutes } from './cluster-history-routes.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerDashboardRoutes } from './dashboard-routes.js';
 import { answerClientError, installErrorHandling, sendApiError } from './error-handler.js';
@@ -71,6 +72,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<FastifyInstance> {
   if (deps.metrics) registerMetricsRoutes(app, deps.metrics);
   if (deps.events) registerEventRoutes(app, deps.events, deps.store, deps.eventRoutes);
   if (deps.history) registerHistoryRoutes(app, deps.history, deps.store);
+  if (deps.clusterHistory) registerClusterHistoryRoutes(app, deps.clusterHistory, deps.store);
   registerDnsRoutes(app, deps.dns);
   registerDashboardRoutes(app, ctx);
   // Not `ready()` yet: the caller may add routes (metrics, dashboard) before `listen` or `inject`.

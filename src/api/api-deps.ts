@@ -7,6 +7,7 @@ import type { RateLimitSettings } from './rate-limit.js';
 import type { EventRoutesOptions, TaskEventSource } from './event-routes.js';
 import type { MetricsSource } from './metrics-routes.js';
 import type { TaskHistorySource } from './history-routes.js';
+import type { ClusterHistorySource } from './cluster-history-routes.js';
 import type { RegsyncStore } from '../store/index.js';
 
 /** Where `GET /api/v1/dns` reads from: undefined while no DNS server runs in this process. */
@@ -38,6 +39,8 @@ export interface ApiDeps {
   events?: TaskEventSource | undefined;
   /** Task samples of the last hour for `GET /api/v1/tasks/:id/history`; the route is absent without it. */
   history?: TaskHistorySource | undefined;
+  /** Failed requests per cluster and minute for `GET /api/v1/clusters/:id/history`; the route is absent without it. */
+  clusterHistory?: ClusterHistorySource | undefined;
   /** Serve HTTPS with this certificate chain and key (PEM); absent: plain HTTP. */
   tls?: { cert: Buffer; key: Buffer } | undefined;
   /** The DNS server this process runs, for `GET /api/v1/dns`; absent or answering undefined: the route says none runs. */

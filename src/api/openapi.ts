@@ -43,6 +43,7 @@ const SUMMARIES: Readonly<Record<string, string>> = {
   'POST /api/v1/tasks/:id/resume': 'Resume a paused task',
   'POST /api/v1/tasks/:id/resync': 'Reconcile every service of a task now',
   'POST /api/v1/tasks/:id/release': 'Apply the mass deletions held for a task (all, or the services listed)',
+  'GET /api/v1/clusters/:id/history': 'Failed requests to a cluster over the last hour, per minute and error code (oldest first)',
   'GET /api/v1/tasks/:id/history': 'Copies, max lag, failing and held services of a task over the last hour (oldest first)',
   'POST /api/v1/tasks::batch': 'Create, pause, resume or delete many tasks at once (all or nothing)',
   'GET /api/v1/shards': 'Shards: leader, fencing token, lease, replicas, queue depth, service syncs',

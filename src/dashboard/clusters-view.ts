@@ -1,4 +1,5 @@
 /// <reference lib="dom" />
+import { ClusterErrorsSection } from './cluster-history.js';
 import { cell, h, replace, table } from './dom.js';
 import { formatCount, parseEndpoints, parseLabels, taskHref } from './format.js';
 import type { Cluster, ClusterStatus, Kind, List } from './types.js';
@@ -43,6 +44,7 @@ export class ClustersView implements View {
   private readonly messages = new Messages();
   private readonly list = h('div', { 'aria-live': 'polite' }, h('p', { class: 'loading' }, 'Loading…'));
   private scrolled = false;
+  private errors: ClusterErrorsSection | undefined;
 
   /** `selected`: the cluster to point out (`#/clusters/:id`, the topology's links). */
   constructor(
@@ -79,7 +81,8 @@ export class ClustersView implements View {
         return `cluster ${created.id} added`;
       },
     );
-    root.append(section('Clusters', this.messages.el, this.list), h('section', {}, form));
+    if (this.selected !== undefined) this.errors = new ClusterErrorsSection(this.ctx, this.selected);
+    root.append(section('Clusters', this.messages.el, this.list), ...(this.errors ? [this.errors.el] : []), h('section', {}, form));
   }
 
   /** Fills the kind choices from `GET kinds`; the endpoints' placeholder follows the chosen kind's default port. */
@@ -99,6 +102,7 @@ export class ClustersView implements View {
   }
 
   async refresh(): Promise<void> {
+    void this.errors?.refresh();
     try {
       const [clusters, statuses] = await Promise.all([
         this.ctx.api.get<List<Cluster>>('clusters'),

@@ -101,7 +101,7 @@ export class TaskView implements View {
       if (this.form !== undefined) await this.updateClusters(this.form);
       this.renderServices(summary, page);
       this.renderEvents(events);
-      replace(this.history, history === undefined ? h('p', { class: 'muted' }, 'This server keeps no history.') : historyCharts(history.items, Date.now()));
+      replace(this.history, history === undefined ? h('p', { class: 'muted' }, 'This server keeps no history.') : historyCharts(history.items, Date.now(), events?.items));
     } catch (err) {
       if (err instanceof ApiRequestError && err.code === 'task_not_found') {
         replace(this.facts, h('p', {}, `There is no task ${this.id} (any more).`));

@@ -98,6 +98,13 @@ export interface SyncEvent {
   clusterId?: string;
 }
 
+/** One minute of `GET /api/v1/clusters/:id/history`: failed requests to the cluster, by error code. */
+export interface ClusterErrorBucket {
+  at: string;
+  errors: number;
+  byCode: Record<string, number>;
+}
+
 export interface Shard {
   shard: number;
   leader: string | null;

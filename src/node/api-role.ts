@@ -72,7 +72,7 @@ export async function startApiRole(core: NodeCore, connections: Connections, set
   });
   const history = new TaskHistory(redis, settings.prefix, settings.historyPeriodMs);
   await lifecycle.step('task history', () => history.start(store, settings.logger.child({ component: 'history' })), (stop) => stop(), 1_000);
-  const app = await buildApiApp({ store, control, redis, logger: settings.logger, tokens: settings.apiTokens, rateLimit: settings.apiRateLimit, deployment: view, metrics, events, dns: settings.dns, tls: settings.apiTls, history });
+  const app = await buildApiApp({ store, control, redis, logger: settings.logger, tokens: settings.apiTokens, rateLimit: settings.apiRateLimit, deployment: view, metrics, events, dns: settings.dns, tls: settings.apiTls, history, clusterHistory: core.clusterErrors });
   await lifecycle.step('api', () => app.listen({ host: settings.listen.host, port: settings.listen.port }), () => app.close(), 5_000);
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : settings.listen.port;

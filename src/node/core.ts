@@ -13,6 +13,7 @@ import { countingRequestErrors } from '../metrics/adapter-errors.js';
 import { RegsyncMetrics, TaskEventLog } from '../metrics/index.js';
 import { ShardQueues } from '../queue/shard-queue.js';
 import { MissingServices, RegsyncStore } from '../store/index.js';
+import { ClusterErrorHistory } from '../store/cluster-history.js';
 import type { CmdbCache } from '../cmdb/cache.js';
 import type { Connections } from './connections.js';
 import { redisKeys } from '../util/redis-keys.js';
@@ -61,6 +62,8 @@ export interface NodeCore {
   store: RegsyncStore;
   metrics: RegsyncMetrics;
   events: TaskEventLog;
+  /** Failed registry requests per cluster and minute, added to Redis by every process (flushed by `startNode`). */
+  clusterErrors: ClusterErrorHistory;
   adapters: AdapterPool;
   heartbeats: HeartbeatScheduler;
   queues: ShardQueues;
@@ -86,7 +89,8 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
   const metrics = new RegsyncMetrics({ logger });
   const events = new TaskEventLog({ redis, prefix, logger, connect: () => connections.connect({ maxRetriesPerRequest: null }) });
   const observer = combineObservers(metrics, events.observer);
-  const adapters = new AdapterPool((id) => store.getCluster(id), { ...kindFactories(metrics), ...settings.adapters }, logger);
+  const clusterErrors = new ClusterErrorHistory(redis, prefix);
+  const adapters = new AdapterPool((id) => store.getCluster(id), { ...kindFactories(metrics, clusterErrors), ...settings.adapters }, logger);
   metrics.watchConnections(() => adapters.built());
   const leadership = new Leadership();
   // Checked at every beat: a leader past its lease's local deadline (and grace) sends none, even before it hears so.
@@ -126,6 +130,7 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
     store,
     metrics,
     events,
+    clusterErrors,
     adapters,
     heartbeats,
     queues,
@@ -137,13 +142,16 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
   };
 }
 
-/** One factory per kind, each counting its failed requests: through the kind's own hook, else by wrapping its calls. */
-function kindFactories(metrics: RegsyncMetrics): Record<string, AdapterFactory> {
+/** One factory per kind, each counting its failed requests (in the metrics and the cluster's error history): through the kind's own hook, else by wrapping its calls. */
+function kindFactories(metrics: RegsyncMetrics, clusterErrors: ClusterErrorHistory): Record<string, AdapterFactory> {
   return Object.fromEntries(
     KINDS.map((kind): [string, AdapterFactory] => [
       kind.name,
       (spec, deps) => {
-        const onRequestError = (code: string) => metrics.adapterRequestError(spec.id, code);
+        const onRequestError = (code: string): void => {
+          metrics.adapterRequestError(spec.id, code);
+          clusterErrors.count(spec.id, code);
+        };
         return kind.reportsRequestErrors ? kind.create(spec, { ...deps, onRequestError }) : countingRequestErrors(kind.create(spec, deps), onRequestError);
       },
     ]),

@@ -25,6 +25,7 @@
  * | `<p>:removing:<task>` | string | held while a process removes a task's copies; the others run the task again when it lapses |
  * | `<p>:events`, `<p>:events:task:<task>` | stream | task events of the deployment, and of one task |
  * | `<p>:history:<task>`, `<p>:history-period` | list, string | a task's samples of the last hour (copies, max lag); the last period sampled |
+ * | `<p>:cluster-errors:<cluster>:<minute>` | hash | error code -> failed requests to the cluster in that minute (unix minute), of every process; expires an hour after it |
  * | `<p>:bull:...` | (BullMQ) | the shard queues, one per shard (`shard-<n>`) |
  *
  * Ids and tasks are used as given (the API allows only DNS-label ids); service parts are encoded
@@ -61,6 +62,7 @@ export const redisKeys = {
   taskEvents: (p: string, taskId: string) => `${p}:events:task:${encodeURIComponent(taskId)}`,
   taskHistory: (p: string, taskId: string) => `${p}:history:${taskId}`,
   historyPeriod: (p: string) => `${p}:history-period`,
+  clusterErrors: (p: string, clusterId: string, minute: number) => `${p}:cluster-errors:${clusterId}:${minute}`,
   /** The prefix BullMQ puts before its own keys of the shard queues. */
   queues: (p: string) => `${p}:bull`,
 } as const;
