@@ -19,9 +19,32 @@ describe('GET /api/v1/kinds', () => {
     expect(items.map((k) => k.name)).toEqual(KINDS.map((k) => k.name));
     for (const [i, k] of KINDS.entries()) {
       const shown = items[i] as KindView;
-      expect(shown).toMatchObject({ label: k.label, defaultPort: k.defaultPort, endpointsRequired: k.endpointsRequired, nacosSyncType: k.nacosSyncType ?? null });
+      expect(shown).toMatchObject({
+        label: k.label,
+        defaultPort: k.defaultPort,
+        endpointsRequired: k.endpointsRequired,
+        usesCredentials: k.usesCredentials,
+        nacosSyncType: k.nacosSyncType ?? null,
+      });
       expect(shown.options.map((o) => o.name)).toEqual(expect.arrayContaining([...k.options.map((o) => o.name), 'aliases', 'nacosSyncName']));
     }
+  });
+
+  it('gives every option its type (and the values of a string that takes only some), as the kinds\' parsers read them', async () => {
+    const items = ((await h.inject({ method: 'GET', url: '/api/v1/kinds' })).json() as { items: KindView[] }).items;
+    const optionOf = (kind: string, name: string) => items.find((k) => k.name === kind)?.options.find((o) => o.name === name);
+    for (const k of items) for (const o of k.options) expect(['string', 'integer', 'boolean', 'list', 'object'], `${k.name}.${o.name}`).toContain(o.type);
+    expect(optionOf('kubernetes', 'kubeconfig')).toMatchObject({ type: 'string' });
+    expect(optionOf('kubernetes', 'allowNamespaces')).toMatchObject({ type: 'list' });
+    expect(optionOf('kubernetes', 'namespaceMap')).toMatchObject({ type: 'object' });
+    expect(optionOf('kubernetes', 'headless')).toMatchObject({ type: 'boolean' });
+    expect(optionOf('kubernetes', 'maxEndpointsPerSlice')).toMatchObject({ type: 'integer' });
+    expect(optionOf('nacos', 'apiVersion')).toEqual(expect.objectContaining({ type: 'string', choices: ['auto', 'grpc', 'v1', 'v3'] }));
+    expect(optionOf('nacos', 'contextPath')).not.toHaveProperty('choices');
+    expect(optionOf('zookeeper', 'layout')).toMatchObject({ type: 'string', choices: ['dubbo', 'curator'] });
+    expect(optionOf('zookeeper', 'aliases')).toMatchObject({ type: 'list' });
+    expect(optionOf('nacos', 'nacosSyncName')).toMatchObject({ type: 'string' });
+    expect(items.map((k) => [k.name, k.usesCredentials])).toEqual([['nacos', true], ['zookeeper', true], ['kubernetes', false]]);
   });
 
   it('accepts a cluster setting options its kind lists', async () => {
