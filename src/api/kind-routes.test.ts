@@ -47,6 +47,27 @@ describe('GET /api/v1/kinds', () => {
     expect(items.map((k) => [k.name, k.usesCredentials])).toEqual([['nacos', true], ['zookeeper', true], ['kubernetes', false]]);
   });
 
+  it('takes every option at a value of the type it shows, and refuses it, naming it, at a value of another type', async () => {
+    const items = ((await h.inject({ method: 'GET', url: '/api/v1/kinds' })).json() as { items: KindView[] }).items;
+    type OptionType = KindView['options'][number]['type'];
+    const right: Record<OptionType, unknown> = { string: 'x', integer: 100, boolean: false, list: ['default'], object: {} };
+    // Strings of a format, and an integer bound by another option's default (backoffInitialMs 500).
+    const formatted: Record<string, unknown> = { clientIP: '10.0.0.9', contextPath: '/nacos', root: '/dubbo', backoffMaxMs: 30_000 };
+    const wrong: Record<OptionType, unknown> = { string: 42, integer: true, boolean: 'maybe', list: 'one', object: ['a'] };
+    const post = (kind: string, options: Record<string, unknown>) =>
+      h.inject({ method: 'POST', url: '/api/v1/clusters', payload: { id: 'typed', kind, endpoints: ['10.0.0.1:1'], options } });
+    for (const kind of items) {
+      for (const o of kind.options) {
+        const good = o.name in formatted ? formatted[o.name] : (o.choices?.[0] ?? right[o.type]);
+        const accepted = await post(kind.name, { [o.name]: good });
+        expect([accepted.statusCode, accepted.payload], `${kind.name}.${o.name} = ${JSON.stringify(good)}`).toEqual([201, expect.any(String)]);
+        await h.inject({ method: 'DELETE', url: '/api/v1/clusters/typed' });
+        const refused = await post(kind.name, { [o.name]: wrong[o.type] });
+        expect([refused.statusCode, refused.json().error?.message], `${kind.name}.${o.name}`).toEqual([400, expect.stringContaining(`body.options.${o.name}`)]);
+      }
+    }
+  });
+
   it('accepts a cluster setting options its kind lists', async () => {
     const items = ((await h.inject({ method: 'GET', url: '/api/v1/kinds' })).json() as { items: KindView[] }).items;
     const nacos = items.find((k) => k.nacosSyncType === 'NACOS') as KindView;
