@@ -201,4 +201,22 @@ describe.skipIf(browserMissing)('the clusters page of the dashboard', () => {
     expect(edit !== null && edit.x + edit.width <= 1280, JSON.stringify(edit)).toBe(true);
     expect(pageErrors).toEqual([]);
   });
+
+  it('removes the stored password only when its box is ticked', async () => {
+    await row(LONG.id).getByRole('button', { name: 'Edit' }).click();
+    await form().locator('legend', { hasText: `Edit cluster ${LONG.id}` }).waitFor();
+    expect(await form().locator('input[name=password]').getAttribute('placeholder')).toBe('stored; blank keeps it');
+    await form().locator('input[name=removePassword]').check();
+    await form().getByRole('button', { name: 'Save cluster' }).click();
+    await formNotice().filter({ hasText: `cluster ${LONG.id} saved` }).waitFor();
+    expect((await api('GET', `/api/v1/clusters/${LONG.id}`)).body).toMatchObject({ hasPassword: false, username: 'regsync' });
+    // Without a stored password there is nothing to remove.
+    await row(LONG.id).getByRole('button', { name: 'Edit' }).click();
+    await form().locator('legend', { hasText: `Edit cluster ${LONG.id}` }).waitFor();
+    expect(await form().locator('input[name=removePassword]').isVisible()).toBe(false);
+    await form().getByRole('button', { name: 'Cancel' }).click();
+    await form().locator('legend', { hasText: 'Add a cluster' }).waitFor();
+    expect(await form().locator('input[name=id]').getAttribute('readonly')).toBeNull();
+    expect(await form().locator('input[name=id]').inputValue()).toBe('');
+  });
 });
