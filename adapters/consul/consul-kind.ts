@@ -1,7 +1,7 @@
-import { ClusterConfigError, type ClusterSpec, type KindDescriptor } from '../../src/model/index.js';
+import { ClusterConfigError, kindOptions, type ClusterSpec, type KindDescriptor } from '../../src/model/index.js';
 import { createConsulAdapter } from './consul-adapter.js';
 import { ConsulConfigError } from './consul-config-error.js';
-import { CONSUL_OPTION_DESCRIPTIONS, parseConsulCluster } from './consul-options.js';
+import { CONSUL_OPTIONS, parseConsulCluster } from './consul-options.js';
 
 /** The checks the factory makes, without reading the TLS files (they live on the workers). */
 function validate(spec: ClusterSpec): void {
@@ -20,7 +20,9 @@ export const consulKind: KindDescriptor<'consul'> = {
   defaultPort: 8500,
   endpointsRequired: true,
   nacosSyncType: 'CONSUL',
-  options: Object.entries(CONSUL_OPTION_DESCRIPTIONS).map(([name, description]) => ({ name, description })),
+  // The ACL token is the password; there are no user names.
+  usesCredentials: true,
+  options: kindOptions(CONSUL_OPTIONS),
   validate,
   create: (spec, deps) => createConsulAdapter(spec, deps),
   reportsRequestErrors: false,

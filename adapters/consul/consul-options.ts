@@ -1,4 +1,4 @@
-import { DEFAULT_GROUP, DEFAULT_NAMESPACE, type ClusterSpec } from '../../src/model/index.js';
+import { DEFAULT_GROUP, DEFAULT_NAMESPACE, type ClusterSpec, type KindOptionSpec } from '../../src/model/index.js';
 import { ConsulConfigError } from './consul-config-error.js';
 
 /**
@@ -71,28 +71,28 @@ export const DEFAULT_CONSUL_OPTIONS: ConsulAdapterOptions = {
   writeConcurrency: 16,
 };
 
-/** What every option does, for `GET /api/v1/kinds`; keyed by the options type, so that a new option without a description does not compile. */
-export const CONSUL_OPTION_DESCRIPTIONS: Readonly<Record<keyof ConsulAdapterOptions, string>> = {
-  datacenter: "Datacenter read and written (default the agent's own).",
-  scheme: 'http or https (default http; https when a TLS option is set).',
-  tlsCaFile: "CA bundle (PEM file on the workers) of the agents' certificates (default the system's).",
-  tlsCertFile: 'Client certificate (PEM file) for agents that verify clients.',
-  tlsKeyFile: 'Key (PEM file) of tlsCertFile.',
-  tlsServerName: "Name checked in the agents' certificates (default the endpoint's host).",
-  tlsSkipVerify: 'Accept any certificate: tests only (default false).',
-  consulNamespace: 'Consul Enterprise namespace, sent only when set.',
-  partition: 'Consul Enterprise admin partition, sent only when set.',
-  nodeName: 'Catalog node that holds the copies regsync writes (default regsync).',
-  nodeAddress: 'Address of that node (default 127.0.0.1).',
-  group: 'Group of the service keys of this cluster (default DEFAULT_GROUP).',
-  includeWarning: 'Copy instances whose worst check is warning too (default false).',
-  stale: 'Let any server answer reads (?stale), not only the leader (default false).',
-  ignoreServices: 'Services never listed, read nor written (default consul).',
-  requestTimeoutMs: 'Per request, not blocking queries (default 10000).',
-  blockingWaitMs: 'Longest wait of a blocking query (default 60000).',
-  blockingMinIntervalMs: 'Least time between blocking queries of a service after a burst of 2 (default 250).',
-  backoffMaxMs: 'Longest pause before a failed blocking query is retried (default 30000).',
-  writeConcurrency: 'Registrations one apply sends at once (default 16).',
+/** What every option takes and does, for `GET /api/v1/kinds`; keyed by the options type, so that a new option without a type or description does not compile. */
+export const CONSUL_OPTIONS: Readonly<Record<keyof ConsulAdapterOptions, KindOptionSpec>> = {
+  datacenter: { type: 'string', description: "Datacenter read and written (default the agent's own)." },
+  scheme: { type: 'string', description: 'http or https (default http; https when a TLS option is set).', choices: ['http', 'https'] },
+  tlsCaFile: { type: 'string', description: "CA bundle (PEM file on the workers) of the agents' certificates (default the system's)." },
+  tlsCertFile: { type: 'string', description: 'Client certificate (PEM file) for agents that verify clients.' },
+  tlsKeyFile: { type: 'string', description: 'Key (PEM file) of tlsCertFile.' },
+  tlsServerName: { type: 'string', description: "Name checked in the agents' certificates (default the endpoint's host)." },
+  tlsSkipVerify: { type: 'boolean', description: 'Accept any certificate: tests only (default false).' },
+  consulNamespace: { type: 'string', description: 'Consul Enterprise namespace, sent only when set.' },
+  partition: { type: 'string', description: 'Consul Enterprise admin partition, sent only when set.' },
+  nodeName: { type: 'string', description: 'Catalog node that holds the copies regsync writes (default regsync).' },
+  nodeAddress: { type: 'string', description: 'Address of that node (default 127.0.0.1).' },
+  group: { type: 'string', description: 'Group of the service keys of this cluster (default DEFAULT_GROUP).' },
+  includeWarning: { type: 'boolean', description: 'Copy instances whose worst check is warning too (default false).' },
+  stale: { type: 'boolean', description: 'Let any server answer reads (?stale), not only the leader (default false).' },
+  ignoreServices: { type: 'list', description: 'Services never listed, read nor written (default consul).' },
+  requestTimeoutMs: { type: 'integer', description: 'Per request, not blocking queries (default 10000).' },
+  blockingWaitMs: { type: 'integer', description: 'Longest wait of a blocking query (default 60000).' },
+  blockingMinIntervalMs: { type: 'integer', description: 'Least time between blocking queries of a service after a burst of 2 (default 250).' },
+  backoffMaxMs: { type: 'integer', description: 'Longest pause before a failed blocking query is retried (default 30000).' },
+  writeConcurrency: { type: 'integer', description: 'Registrations one apply sends at once (default 16).' },
 };
 
 /** A Consul endpoint: where to connect, and the name a certificate must carry. */

@@ -1,28 +1,28 @@
-import { ClusterConfigError, type ClusterSpec, type KindDescriptor } from '../../src/model/index.js';
+import { ClusterConfigError, kindOptions, type ClusterSpec, type KindDescriptor, type KindOptionSpec } from '../../src/model/index.js';
 import { createKubernetesAdapter } from './kubernetes-adapter.js';
 import { KubernetesConfigError } from './kubernetes-config-error.js';
 import { parseKubernetesOptions, type KubernetesAdapterOptions } from './kubernetes-options.js';
 import { NamespacePolicy } from './namespace-policy.js';
 
-/** What each option does; keyed by the options type, so that a new option without a description does not compile. */
-const OPTION_DESCRIPTIONS: Readonly<Record<keyof KubernetesAdapterOptions, string>> = {
-  kubeconfig: 'Path of a kubeconfig file on the workers; absent: the in-cluster config.',
-  context: "Context of the kubeconfig (default its current-context).",
-  allowNamespaces: 'Namespaces read from and written to; * for all (default).',
-  denyNamespaces: 'Namespaces never read nor written (default kube-system, kube-public, kube-node-lease).',
-  namespaceMap: 'Kubernetes namespace -> namespace or {namespace, group}; one-to-one.',
-  group: 'Group of namespaces namespaceMap gives none (default DEFAULT_GROUP).',
-  syncByDefault: 'Export Services without the regsync.io/sync annotation (default true).',
-  portName: 'Service port exported without a regsync.io/port annotation (default the first).',
-  ephemeral: '`ephemeral` of instances read from Kubernetes (default true).',
-  maxEndpointsPerSlice: 'Endpoints per EndpointSlice written (default 100).',
-  headless: 'Services written are headless instead of ClusterIP (default false).',
-  requestTimeoutMs: 'Per API request, not watches (default 10000).',
-  watchTimeoutSeconds: 'Asked of the server for every watch (default 300).',
-  initialListTimeoutMs: 'How long a read waits for the first full lists (default 30000).',
-  backoffInitialMs: 'First pause before a failed list or watch is retried (default 500).',
-  backoffMaxMs: 'Longest pause between retries (default 30000).',
-  conflictAttempts: 'Attempts of one apply that meets write conflicts (default 5).',
+/** Each option's type and what it does; keyed by the options type, so that a new option without them does not compile. */
+const OPTIONS: Readonly<Record<keyof KubernetesAdapterOptions, KindOptionSpec>> = {
+  kubeconfig: { type: 'string', description: 'Path of a kubeconfig file on the workers; absent: the in-cluster config.' },
+  context: { type: 'string', description: "Context of the kubeconfig (default its current-context)." },
+  allowNamespaces: { type: 'list', description: 'Namespaces read from and written to; * for all (default).' },
+  denyNamespaces: { type: 'list', description: 'Namespaces never read nor written (default kube-system, kube-public, kube-node-lease).' },
+  namespaceMap: { type: 'object', description: 'Kubernetes namespace -> namespace or {namespace, group}; one-to-one.' },
+  group: { type: 'string', description: 'Group of namespaces namespaceMap gives none (default DEFAULT_GROUP).' },
+  syncByDefault: { type: 'boolean', description: 'Export Services without the regsync.io/sync annotation (default true).' },
+  portName: { type: 'string', description: 'Service port exported without a regsync.io/port annotation (default the first).' },
+  ephemeral: { type: 'boolean', description: '`ephemeral` of instances read from Kubernetes (default true).' },
+  maxEndpointsPerSlice: { type: 'integer', description: 'Endpoints per EndpointSlice written (default 100).' },
+  headless: { type: 'boolean', description: 'Services written are headless instead of ClusterIP (default false).' },
+  requestTimeoutMs: { type: 'integer', description: 'Per API request, not watches (default 10000).' },
+  watchTimeoutSeconds: { type: 'integer', description: 'Asked of the server for every watch (default 300).' },
+  initialListTimeoutMs: { type: 'integer', description: 'How long a read waits for the first full lists (default 30000).' },
+  backoffInitialMs: { type: 'integer', description: 'First pause before a failed list or watch is retried (default 500).' },
+  backoffMaxMs: { type: 'integer', description: 'Longest pause between retries (default 30000).' },
+  conflictAttempts: { type: 'integer', description: 'Attempts of one apply that meets write conflicts (default 5).' },
 };
 
 /**
@@ -43,8 +43,9 @@ export const kubernetesKind: KindDescriptor<'kubernetes'> = {
   name: 'kubernetes',
   label: 'Kubernetes',
   defaultPort: 443,
+  usesCredentials: false,
   endpointsRequired: false,
-  options: Object.entries(OPTION_DESCRIPTIONS).map(([name, description]) => ({ name, description })),
+  options: kindOptions(OPTIONS),
   validate,
   create: (spec, deps) => createKubernetesAdapter(spec, deps),
   reportsRequestErrors: false,

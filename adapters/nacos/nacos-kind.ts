@@ -1,21 +1,21 @@
-import { ClusterConfigError, type ClusterSpec, type KindDescriptor } from '../../src/model/index.js';
+import { ClusterConfigError, kindOptions, type ClusterSpec, type KindDescriptor, type KindOptionSpec } from '../../src/model/index.js';
 import { createNacosAdapter } from './nacos-adapter.js';
 import { NacosConfigError } from './nacos-config-error.js';
 import { parseEndpoint, parseNacosOptions, type NacosAdapterOptions } from './nacos-options.js';
 
-/** What each option does; keyed by the options type, so that a new option without a description does not compile. */
-const OPTION_DESCRIPTIONS: Readonly<Record<keyof NacosAdapterOptions, string>> = {
-  apiVersion: 'Protocol: auto (default: gRPC where the gRPC port answers, else HTTP v1 where served, else v3), grpc, v1 or v3.',
-  grpcPort: 'gRPC port of the servers (default each endpoint\'s port + 1000).',
-  clientIP: 'Address the server pushes changes to; default the local address of a connection to the cluster.',
-  pollIntervalMs: 'How often each watched service is re-listed (default 5000).',
-  maxConcurrency: 'Requests in flight against the cluster at most (default 64).',
-  requestTimeoutMs: 'Per request and endpoint attempt (default 5000).',
-  servicePageSize: 'Page size of service lists (default 500).',
-  serviceListPollIntervalMs: 'How often the service lists of `*` tasks are polled (default 10000).',
-  lightBeats: 'v1: beats without the instance body once the server allows it (default true).',
-  contextPath: 'Server context path (default /nacos).',
-  heartbeatIntervalMs: 'Beat interval assumed until the server tells one (default 5000).',
+/** Each option's type and what it does; keyed by the options type, so that a new option without them does not compile. */
+const OPTIONS: Readonly<Record<keyof NacosAdapterOptions, KindOptionSpec>> = {
+  apiVersion: { type: 'string', choices: ['auto', 'grpc', 'v1', 'v3'], description: 'Protocol: auto (default: gRPC where the gRPC port answers, else HTTP v1 where served, else v3), grpc, v1 or v3.' },
+  grpcPort: { type: 'integer', description: 'gRPC port of the servers (default each endpoint\'s port + 1000).' },
+  clientIP: { type: 'string', description: 'Address the server pushes changes to; default the local address of a connection to the cluster.' },
+  pollIntervalMs: { type: 'integer', description: 'How often each watched service is re-listed (default 5000).' },
+  maxConcurrency: { type: 'integer', description: 'Requests in flight against the cluster at most (default 64).' },
+  requestTimeoutMs: { type: 'integer', description: 'Per request and endpoint attempt (default 5000).' },
+  servicePageSize: { type: 'integer', description: 'Page size of service lists (default 500).' },
+  serviceListPollIntervalMs: { type: 'integer', description: 'How often the service lists of `*` tasks are polled (default 10000).' },
+  lightBeats: { type: 'boolean', description: 'v1: beats without the instance body once the server allows it (default true).' },
+  contextPath: { type: 'string', description: 'Server context path (default /nacos).' },
+  heartbeatIntervalMs: { type: 'integer', description: 'Beat interval assumed until the server tells one (default 5000).' },
 };
 
 /**
@@ -38,9 +38,10 @@ export const nacosKind: KindDescriptor<'nacos'> = {
   name: 'nacos',
   label: 'Nacos',
   defaultPort: 8848,
+  usesCredentials: true,
   endpointsRequired: true,
   nacosSyncType: 'NACOS',
-  options: Object.entries(OPTION_DESCRIPTIONS).map(([name, description]) => ({ name, description })),
+  options: kindOptions(OPTIONS),
   validate,
   create: (spec, deps) => createNacosAdapter(spec, deps),
   reportsRequestErrors: true,

@@ -1,16 +1,16 @@
-import { ClusterConfigError, type ClusterSpec, type KindDescriptor } from '../../src/model/index.js';
+import { ClusterConfigError, kindOptions, type ClusterSpec, type KindDescriptor, type KindOptionSpec } from '../../src/model/index.js';
 import { createZooKeeperAdapter } from './zookeeper-adapter.js';
 import { ZooKeeperConfigError } from './zookeeper-config-error.js';
 import { parseZooKeeperEndpoint, parseZooKeeperOptions, type ZooKeeperAdapterOptions } from './zookeeper-options.js';
 
-/** What each option does; keyed by the options type, so that a new option without a description does not compile. */
-const OPTION_DESCRIPTIONS: Readonly<Record<keyof ZooKeeperAdapterOptions, string>> = {
-  layout: 'How services are laid out: dubbo (default, provider URLs) or curator (Spring Cloud service discovery).',
-  root: 'Base path (default /dubbo, or /services for curator).',
-  sessionTimeoutMs: 'Session timeout asked of the server (default 30000).',
-  connectTimeoutMs: 'How long a call waits for a connection (default 10000).',
-  operationTimeoutMs: "How long a call waits for the server's answer (default 10000).",
-  spinDelayMs: 'Longest random pause between rounds of connection attempts (default 1000).',
+/** Each option's type and what it does; keyed by the options type, so that a new option without them does not compile. */
+const OPTIONS: Readonly<Record<keyof ZooKeeperAdapterOptions, KindOptionSpec>> = {
+  layout: { type: 'string', choices: ['dubbo', 'curator'], description: 'How services are laid out: dubbo (default, provider URLs) or curator (Spring Cloud service discovery).' },
+  root: { type: 'string', description: 'Base path (default /dubbo, or /services for curator).' },
+  sessionTimeoutMs: { type: 'integer', description: 'Session timeout asked of the server (default 30000).' },
+  connectTimeoutMs: { type: 'integer', description: 'How long a call waits for a connection (default 10000).' },
+  operationTimeoutMs: { type: 'integer', description: "How long a call waits for the server's answer (default 10000)." },
+  spinDelayMs: { type: 'integer', description: 'Longest random pause between rounds of connection attempts (default 1000).' },
 };
 
 /**
@@ -33,9 +33,10 @@ export const zookeeperKind: KindDescriptor<'zookeeper'> = {
   name: 'zookeeper',
   label: 'ZooKeeper',
   defaultPort: 2181,
+  usesCredentials: true,
   endpointsRequired: true,
   nacosSyncType: 'ZK',
-  options: Object.entries(OPTION_DESCRIPTIONS).map(([name, description]) => ({ name, description })),
+  options: kindOptions(OPTIONS),
   validate,
   create: (spec, deps) => createZooKeeperAdapter(spec, deps),
   reportsRequestErrors: false,

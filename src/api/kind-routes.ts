@@ -9,19 +9,29 @@ const MAX_DETAIL = 300;
 
 const option = {
   type: 'object',
-  required: ['name', 'description'],
-  properties: { name: { type: 'string' }, description: { type: 'string' } },
+  required: ['name', 'type', 'description'],
+  properties: {
+    name: { type: 'string' },
+    type: {
+      type: 'string',
+      enum: ['string', 'integer', 'boolean', 'list', 'object'],
+      description: 'The JSON shape of the value: list is an array of strings, integer also takes a numeric string.',
+    },
+    description: { type: 'string' },
+    choices: { type: 'array', items: { type: 'string' }, description: 'For a string taking only some values: all of them.' },
+  },
 } as const;
 
 /** One kind as `GET /api/v1/kinds` shows it. */
 const kindView = {
   type: 'object',
-  required: ['name', 'label', 'defaultPort', 'endpointsRequired', 'nacosSyncType', 'options'],
+  required: ['name', 'label', 'defaultPort', 'endpointsRequired', 'usesCredentials', 'nacosSyncType', 'options'],
   properties: {
     name: { type: 'string', description: 'The `kind` of a cluster.' },
     label: { type: 'string', description: 'How the dashboard names it.' },
     defaultPort: { type: 'integer', description: 'The port of an endpoint given without one.' },
     endpointsRequired: { type: 'boolean', description: 'Whether a cluster needs at least one endpoint.' },
+    usesCredentials: { type: 'boolean', description: 'Whether the kind reads username and password (false: a kubeconfig says how to sign in).' },
     nacosSyncType: { type: ['string', 'null'], description: 'The nacos-sync clusterType that creates it; null: none.' },
     options: { type: 'array', items: option, description: 'The options of the kind, and those every cluster may have.' },
   },
@@ -35,6 +45,7 @@ function kindsView() {
       label: k.label,
       defaultPort: k.defaultPort,
       endpointsRequired: k.endpointsRequired,
+      usesCredentials: k.usesCredentials,
       nacosSyncType: k.nacosSyncType ?? null,
       options: [...k.options, ...SHARED_CLUSTER_OPTIONS],
     })),

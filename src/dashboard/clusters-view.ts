@@ -1,9 +1,10 @@
 /// <reference lib="dom" />
 import { ClusterErrorsSection } from './cluster-history.js';
 import { cell, h, replace, table } from './dom.js';
-import { formatCount, parseEndpoints, parseLabels, taskHref } from './format.js';
-import type { Cluster, ClusterStatus, Kind, List } from './types.js';
-import { actionButton, actionForm, badge, field, Messages, section, valueOf, type View, type ViewContext } from './ui.js';
+import { ClusterForm } from './cluster-form.js';
+import { formatCount, taskHref } from './format.js';
+import type { Cluster, ClusterStatus, List } from './types.js';
+import { actionButton, badge, Messages, section, type View, type ViewContext } from './ui.js';
 
 /** How a cluster's reachability reads, and why. */
 export function reachabilityBadge(status: ClusterStatus | undefined): HTMLElement {
@@ -38,67 +39,38 @@ function failureLabel(failure: ClusterStatus['failure']): string {
 
 /**
  * `#/clusters`: every cluster with its endpoints, labels and reachability (as the reconciles of the
- * tasks using it found it), and the form that adds one.
+ * tasks using it found it), and the form that adds one or edits the one whose Edit was pressed.
  */
 export class ClustersView implements View {
   private readonly messages = new Messages();
   private readonly list = h('div', { 'aria-live': 'polite' }, h('p', { class: 'loading' }, 'Loading…'));
   private scrolled = false;
+  private readonly form: ClusterForm;
   private errors: ClusterErrorsSection | undefined;
 
   /** `selected`: the cluster to point out (`#/clusters/:id`, the topology's links). */
   constructor(
     private readonly ctx: ViewContext,
     private readonly selected?: string,
-  ) {}
-
-  mount(root: HTMLElement): void {
-    // The choices come from the server, which knows which kinds it serves.
-    const kind = h('select', { name: 'kind', required: true });
-    const endpoints = h('input', { name: 'endpoints', autocomplete: 'off', placeholder: '10.1.0.10:8848, 10.1.0.11:8848' });
-    void this.loadKinds(kind, endpoints);
-    const form = actionForm(
-      this.ctx,
-      { id: 'add-cluster', title: 'Add a cluster', submitLabel: 'Add cluster' },
-      [
-        field('Id', h('input', { name: 'id', required: true, autocomplete: 'off', placeholder: 'shanghai' })),
-        field('Kind', kind),
-        field('Endpoints', endpoints, 'host:port, separated by commas or spaces'),
-        field('Namespace', h('input', { name: 'namespace', autocomplete: 'off', placeholder: 'public' })),
-        field('User name', h('input', { name: 'username', autocomplete: 'off' })),
-        field('Password', h('input', { name: 'password', type: 'password', autocomplete: 'new-password' })),
-        field('Labels', h('input', { name: 'labels', autocomplete: 'off', placeholder: 'region=east, site=x11' }), 'key=value, separated by commas'),
-      ],
-      async (f) => {
-        const body: Record<string, unknown> = { id: valueOf(f, 'id'), kind: valueOf(f, 'kind'), endpoints: parseEndpoints(valueOf(f, 'endpoints')) };
-        for (const name of ['namespace', 'username']) if (valueOf(f, name) !== '') body[name] = valueOf(f, name);
-        // Not trimmed: a password is what it is.
-        const password = (f.elements.namedItem('password') as HTMLInputElement).value;
-        if (password !== '') body.password = password;
-        const labels = parseLabels(valueOf(f, 'labels'));
-        if (Object.keys(labels).length > 0) body.labels = labels;
-        const created = await this.ctx.api.post<Cluster>('clusters', body);
-        return `cluster ${created.id} added`;
-      },
-    );
-    if (this.selected !== undefined) this.errors = new ClusterErrorsSection(this.ctx, this.selected);
-    root.append(section('Clusters', this.messages.el, this.list), ...(this.errors ? [this.errors.el] : []), h('section', {}, form));
+  ) {
+    this.form = new ClusterForm(ctx);
   }
 
-  /** Fills the kind choices from `GET kinds`; the endpoints' placeholder follows the chosen kind's default port. */
-  private async loadKinds(select: HTMLSelectElement, endpoints: HTMLInputElement): Promise<void> {
-    try {
-      const kinds = (await this.ctx.api.get<List<Kind>>('kinds')).items;
-      replace(select, ...kinds.map((k) => h('option', { value: k.name }, k.label)));
-      const follow = (): void => {
-        const chosen = kinds.find((k) => k.name === select.value);
-        if (chosen) endpoints.placeholder = chosen.endpointsRequired ? `10.1.0.10:${chosen.defaultPort}, 10.1.0.11:${chosen.defaultPort}` : '(optional)';
-      };
-      select.addEventListener('change', follow);
-      follow();
-    } catch (err) {
-      this.messages.showError(err);
+  mount(root: HTMLElement): void {
+    if (this.selected !== undefined) this.errors = new ClusterErrorsSection(this.ctx, this.selected);
+    root.append(section('Clusters', this.messages.el, this.list), ...(this.errors ? [this.errors.el] : []), h('section', {}, this.form.el));
+  }
+
+  /** Opens the form below on the cluster; disabled without the right to act. */
+  private editButton(cluster: Cluster): HTMLButtonElement {
+    const button = h('button', { type: 'button' }, 'Edit');
+    if (!this.ctx.canWrite()) {
+      button.disabled = true;
+      button.title = 'needs an admin token';
+    } else {
+      button.addEventListener('click', () => void this.form.edit(cluster));
     }
+    return button;
   }
 
   async refresh(): Promise<void> {
@@ -127,6 +99,7 @@ export class ClustersView implements View {
             h(
               'td',
               { class: 'actions' },
+              this.editButton(c),
               actionButton(this.ctx, this.messages, 'Delete', () => this.ctx.api.delete(`clusters/${encodeURIComponent(c.id)}`), {
                 danger: true,
                 confirm: `Delete cluster ${c.id}?`,

@@ -9,8 +9,19 @@ export interface Kind {
   label: string;
   defaultPort: number;
   endpointsRequired: boolean;
+  /** False: the cluster form hides user name and password (a kubeconfig says how to sign in). */
+  usesCredentials: boolean;
   nacosSyncType: string | null;
-  options: { name: string; description: string }[];
+  options: KindOption[];
+}
+
+/** One option of a {@link Kind}, with the JSON shape its input must give. */
+export interface KindOption {
+  name: string;
+  type: 'string' | 'integer' | 'boolean' | 'list' | 'object';
+  description: string;
+  /** A string taking only these values. */
+  choices?: string[];
 }
 
 export interface Cluster {

@@ -2,11 +2,33 @@ import type { Logger } from 'pino';
 import type { RegistryAdapter } from './adapter.js';
 import type { ClusterSpec } from './types.js';
 
-/** One setting of `ClusterSpec.options`, as the API lists it (`GET /api/v1/kinds`). */
-export interface KindOption {
-  name: string;
+/**
+ * The JSON shape an option takes, so that a form can offer the fitting input: `integer` (the
+ * parsers also take a numeric string), `list` an array of strings, `object` a JSON object.
+ */
+export type KindOptionType = 'string' | 'integer' | 'boolean' | 'list' | 'object';
+
+/** What a kind says of one option besides its name: a kind keys these by its options type (see {@link kindOptions}). */
+export interface KindOptionSpec {
+  /** The JSON shape of the value. */
+  type: KindOptionType;
   /** What it does and its default, for a human. */
   description: string;
+  /** For a `string` taking only some values: all of them (the form then offers a choice). */
+  choices?: readonly string[] | undefined;
+}
+
+/** One setting of `ClusterSpec.options`, as the API lists it (`GET /api/v1/kinds`). */
+export interface KindOption extends KindOptionSpec {
+  name: string;
+}
+
+/**
+ * The option list of a descriptor from a table keyed by the adapter's options type: declared as
+ * `Record<keyof XOptions, KindOptionSpec>`, a new option without a type or description does not compile.
+ */
+export function kindOptions(specs: Readonly<Record<string, KindOptionSpec>>): KindOption[] {
+  return Object.entries(specs).map(([name, spec]) => ({ name, ...spec }));
 }
 
 /** What a kind's factory gets from the process that builds adapters. */
@@ -38,6 +60,8 @@ export interface KindDescriptor<Name extends string = string> {
   readonly endpointsRequired: boolean;
   /** The nacos-sync `clusterType` this kind serves (`/v1/cluster/add`); absent: nacos-sync cannot create it. */
   readonly nacosSyncType?: string | undefined;
+  /** Whether the adapter reads `username` and `password`; false where it authenticates otherwise (a kubeconfig). */
+  readonly usesCredentials: boolean;
   /** Every option the kind reads from `ClusterSpec.options`; any other key is refused (except {@link SHARED_CLUSTER_OPTIONS}). */
   readonly options: readonly KindOption[];
   /**
@@ -60,10 +84,12 @@ export const NACOS_SYNC_NAME_OPTION = 'nacosSyncName';
 export const SHARED_CLUSTER_OPTIONS: readonly KindOption[] = [
   {
     name: ALIASES_OPTION,
+    type: 'list',
     description: 'Other ids this cluster has in other sync tools (nacos-sync cluster ids): copies marked with them are never sent back here.',
   },
   {
     name: NACOS_SYNC_NAME_OPTION,
+    type: 'string',
     description: 'The nacos-sync clusterName of a cluster created through /v1/cluster/add.',
   },
 ];
