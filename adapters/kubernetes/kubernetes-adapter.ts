@@ -77,6 +77,8 @@ const SLICES_OF_SERVICE_SELECTOR = LABEL_SERVICE_NAME;
  */
 export class KubernetesAdapter implements RegistryAdapter {
   readonly clusterId: string;
+  /** consul-k8s's name for the clusters it syncs from: a copy it made in Consul never comes back into Kubernetes. */
+  readonly foreignNames = ['kubernetes'] as const;
   readonly options: KubernetesAdapterOptions;
   private readonly policy: NamespacePolicy;
   private readonly rules: ExportRules;

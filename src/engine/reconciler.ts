@@ -374,7 +374,7 @@ export class Reconciler {
       taskId,
       sourceClusterId: task.source,
       destinationClusterId: task.destination,
-      destinationAliases: Array.isArray(aliases) ? aliases.map(String) : [],
+      destinationAliases: [...(Array.isArray(aliases) ? aliases.map(String) : []), ...(reads.destination.foreignNames ?? [])],
       // Nothing to stamp without a CMDB or cluster labels: copies keep the source's metadata as it is.
       labels:
         cmdb || Object.keys(sourceSpec?.labels ?? {}).length > 0

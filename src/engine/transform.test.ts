@@ -51,6 +51,15 @@ describe('transform', () => {
     expect(result.skipped.every((s) => s.reason === 'foreign-copy')).toBe(true);
   });
 
+  it("keeps consul-k8s's copies (external-source) out of the registries its destination's adapter names", () => {
+    const fromK8s = inst('10.0.0.1', { metadata: { 'external-source': 'kubernetes' } });
+    const fromNomad = inst('10.0.0.2', { metadata: { 'external-source': 'nomad' } });
+    const intoKubernetes = transform([fromK8s, fromNomad], { ...ctx, destinationAliases: ['kubernetes'] });
+    expect(intoKubernetes.desired.map((i) => i.ip)).toEqual(['10.0.0.2']);
+    expect(intoKubernetes.skipped.map((s) => [s.instance.ip, s.reason])).toEqual([['10.0.0.1', 'foreign-copy']]);
+    expect(transform([fromK8s, fromNomad], ctx).desired.map((i) => i.ip)).toEqual(['10.0.0.1', '10.0.0.2']);
+  });
+
   it('does not copy unhealthy or disabled instances', () => {
     const result = transform([inst('10.0.0.1', { healthy: false }), inst('10.0.0.2', { enabled: false }), inst('10.0.0.3')], ctx);
     expect(result.desired.map((i) => i.ip)).toEqual(['10.0.0.3']);

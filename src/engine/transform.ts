@@ -59,7 +59,8 @@ export function pathOf(metadata: Record<string, string>): string[] {
  *
  * - Cycle safety: an instance whose origin or path already contains the destination is never
  *   written there (A->B->A, rings, hubs). Marks from nacos-sync (`sourceClusterId`,
- *   `sync.instance.tag`) and polaris-sync (`__sync__`) are honoured the same way, read only.
+ *   `sync.instance.tag`), polaris-sync (`__sync__`) and Consul's `external-source` (consul-k8s) are
+ *   honoured the same way, read only.
  * - Marks: `regsync.origin` keeps the first cluster, `regsync.path` grows by the source,
  *   `regsync.task` names the task (ownership).
  * - Unhealthy and disabled source instances are not copied: nobody should route to them, and a
@@ -136,10 +137,12 @@ function isForeignCopyOf(md: Record<string, string>, blocked: ReadonlySet<string
   const nacosSyncSource = md[FOREIGN_MARKS.nacosSyncSourceCluster];
   const nacosSyncTag = md[FOREIGN_MARKS.nacosSyncTag];
   const polaris = md[FOREIGN_MARKS.polarisSync];
+  const external = md[FOREIGN_MARKS.externalSource];
   return (
     (nacosSyncSource !== undefined && blocked.has(nacosSyncSource)) ||
     (nacosSyncTag !== undefined && blocked.has(nacosSyncTag.split('@@')[0] ?? '')) ||
-    (polaris !== undefined && blocked.has(polaris))
+    (polaris !== undefined && blocked.has(polaris)) ||
+    (external !== undefined && blocked.has(external))
   );
 }
 

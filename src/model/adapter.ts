@@ -103,6 +103,12 @@ export interface RegistryAdapter {
   cachedDigest?(service: ServiceKey): string | undefined;
   /** What this process's connection to the registry does, where the kind keeps one (Nacos gRPC); for metrics. */
   transportStats?(): TransportStats | undefined;
+  /**
+   * Names other sync tools give registries of this kind in their marks (consul-k8s marks the
+   * Kubernetes services it registers in Consul `external-source: kubernetes`): copies marked with
+   * any of them came from such a registry and are never written here.
+   */
+  readonly foreignNames?: readonly string[];
   /** How often `heartbeat` must be called per instance. */
   readonly heartbeatIntervalMs?: number;
   close(): Promise<void>;

@@ -157,6 +157,12 @@ export const FOREIGN_MARKS = {
   nacosSyncSourceCluster: 'sourceClusterId',
   nacosSyncTag: 'sync.instance.tag',
   polarisSync: '__sync__',
+  /**
+   * consul-k8s and other tools that register services into Consul on another system's behalf name
+   * that system here (`kubernetes`); a registry whose adapter lists the name among its
+   * `foreignNames` never gets such a copy back.
+   */
+  externalSource: 'external-source',
 } as const;
 
 export const DEFAULT_NAMESPACE = 'public';
