@@ -124,7 +124,7 @@ describe('validateCluster', () => {
   });
 
   it('names the setting: unknown kind, unknown option, a value the kind refuses, shared options of the wrong type', () => {
-    expect(problem(spec('eureka'))).toBe('kind');
+    expect(problem(spec('etcd'))).toBe('kind');
     for (const name of KIND_NAMES) expect(problem(spec(name, { options: { bogusOption: 1 } })), name).toBe('options.bogusOption');
     expect(problem(spec(nacosKind.name, { options: { apiVersion: 'v9' } }))).toBe('options.apiVersion');
     for (const name of KIND_NAMES) {

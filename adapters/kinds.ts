@@ -7,6 +7,7 @@ import {
   type KindDescriptor,
 } from '../src/model/index.js';
 import { consulKind } from './consul/index.js';
+import { eurekaKind } from './eureka/index.js';
 import { kubernetesKind } from './kubernetes/index.js';
 import { nacosKind } from './nacos/index.js';
 import { zookeeperKind } from './zookeeper/index.js';
@@ -15,7 +16,7 @@ import { zookeeperKind } from './zookeeper/index.js';
  * Every registry kind this build serves, in the order the API and the dashboard list them. The only
  * place kinds are named: adding a kind is its folder and one entry here (see `adapters/README.md`).
  */
-export const KINDS = [nacosKind, zookeeperKind, kubernetesKind, consulKind] as const;
+export const KINDS = [nacosKind, zookeeperKind, kubernetesKind, consulKind, eurekaKind] as const;
 
 /** The `kind` of a cluster this build serves. */
 export type KindName = (typeof KINDS)[number]['name'];

@@ -44,7 +44,7 @@ describe('GET /api/v1/kinds', () => {
     expect(optionOf('zookeeper', 'layout')).toMatchObject({ type: 'string', choices: ['dubbo', 'curator'] });
     expect(optionOf('zookeeper', 'aliases')).toMatchObject({ type: 'list' });
     expect(optionOf('nacos', 'nacosSyncName')).toMatchObject({ type: 'string' });
-    expect(items.map((k) => [k.name, k.usesCredentials])).toEqual([['nacos', true], ['zookeeper', true], ['kubernetes', false], ['consul', true]]);
+    expect(items.map((k) => [k.name, k.usesCredentials])).toEqual([['nacos', true], ['zookeeper', true], ['kubernetes', false], ['consul', true], ['eureka', true]]);
   });
 
   it('takes every option at a value of the type it shows, and refuses it, naming it, at a value of another type', async () => {
@@ -52,7 +52,7 @@ describe('GET /api/v1/kinds', () => {
     type OptionType = KindView['options'][number]['type'];
     const right: Record<OptionType, unknown> = { string: 'x', integer: 100, boolean: false, list: ['default'], object: {} };
     // Strings of a format, and an integer bound by another option's default (backoffInitialMs 500).
-    const formatted: Record<string, unknown> = { clientIP: '10.0.0.9', contextPath: '/nacos', root: '/dubbo', backoffMaxMs: 30_000, blockingWaitMs: 5_000 };
+    const formatted: Record<string, unknown> = { clientIP: '10.0.0.9', contextPath: '/nacos', root: '/dubbo', backoffMaxMs: 30_000, blockingWaitMs: 5_000, renewalIntervalS: 30 };
     // Options that go in pairs.
     const companions: Record<string, Record<string, unknown>> = { tlsCertFile: { tlsKeyFile: 'key.pem' }, tlsKeyFile: { tlsCertFile: 'cert.pem' } };
     const wrong: Record<OptionType, unknown> = { string: 42, integer: true, boolean: 'maybe', list: 'one', object: ['a'] };

@@ -189,6 +189,12 @@ describe('POST /v1/cluster/add', () => {
     expect(await h.store.getCluster(ZK_SH)).toMatchObject({ kind: 'zookeeper', endpoints: ['10.3.0.1:2181', '10.3.0.2:2181'], options: { nacosSyncName: 'zk-sh' } });
   });
 
+  it('maps EUREKA to a eureka cluster, adding the default port 8761', async () => {
+    expectOk(await addCluster({ clusterName: 'eureka-sc', clusterType: 'EUREKA', connectKeyList: ['10.5.0.1:8761', '10.5.0.2'] }));
+    const [stored] = (await h.store.listClusters()).filter((c) => c.options.nacosSyncName === 'eureka-sc');
+    expect(stored).toMatchObject({ kind: 'eureka', endpoints: ['10.5.0.1:8761', '10.5.0.2:8761'] });
+  });
+
   it('maps CONSUL to a consul cluster, adding the default port 8500', async () => {
     expectOk(await addCluster({ clusterName: 'consul-dc1', clusterType: 'CONSUL', connectKeyList: ['10.4.0.1:8500', '10.4.0.2'] }));
     const [stored] = (await h.store.listClusters()).filter((c) => c.options.nacosSyncName === 'consul-dc1');
@@ -210,9 +216,8 @@ describe('POST /v1/cluster/add', () => {
   });
 
   const refused: [string, unknown, RegExp][] = [
-    ['EUREKA (a nacos-sync type regsync does not serve)', { ...beijing, clusterType: 'EUREKA' }, /regsync does not support clusterType EUREKA; supported types: NACOS, ZK, CONSUL/],
-    ['CS', { ...beijing, clusterType: 'CS' }, /does not support clusterType CS/],
-    ['an unknown type', { ...beijing, clusterType: 'ETCD' }, /clusterType ETCD does not exist; supported types: NACOS, ZK, CONSUL/],
+    ['CS (a nacos-sync type regsync does not serve)', { ...beijing, clusterType: 'CS' }, /regsync does not support clusterType CS; supported types: NACOS, ZK, CONSUL, EUREKA/],
+    ['an unknown type', { ...beijing, clusterType: 'ETCD' }, /clusterType ETCD does not exist; supported types: NACOS, ZK, CONSUL, EUREKA/],
     ['a lower-case type (ids hash the exact type)', { ...beijing, clusterType: 'nacos' }, /clusterType nacos does not exist/],
     ['no connect keys', { ...beijing, connectKeyList: [] }, /connectKeyList is empty/],
     ['no name', { clusterType: 'NACOS', connectKeyList: ['n:1'] }, /clusterName and clusterType must not be empty/],
@@ -292,7 +297,7 @@ describe('GET /v1/cluster/list, /v1/cluster/detail, /v1/cluster/types', () => {
   });
 
   it('lists the cluster types regsync serves', async () => {
-    expect(expectOk(await get('/v1/cluster/types'), ['types']).types).toEqual(['NACOS', 'ZK', 'CONSUL']);
+    expect(expectOk(await get('/v1/cluster/types'), ['types']).types).toEqual(['NACOS', 'ZK', 'CONSUL', 'EUREKA']);
   });
 });
 

@@ -56,6 +56,21 @@ describe('HeartbeatScheduler', () => {
     }
   });
 
+  it('beats persistent copies too where every registration is a lease', async () => {
+    const dest = new (class extends RecordingDestination {
+      readonly leasesEveryInstance = true;
+    })();
+    const hb = new HeartbeatScheduler({ tickMs: 10, logger: silentLogger() });
+    hb.start();
+    try {
+      hb.set('o1', dest, service, [inst('10.0.0.1'), inst('10.0.0.3', false)]);
+      await waitUntil(() => dest.count('10.0.0.1') >= 2 && dest.count('10.0.0.3') >= 2, { message: 'both beaten' });
+      expect(hb.stats().entries).toBe(2);
+    } finally {
+      hb.stop();
+    }
+  });
+
   it('beats a copy it did not just register within a second, however long the interval', async () => {
     const dest = new (class extends RecordingDestination {
       override readonly heartbeatIntervalMs = 3_600_000;

@@ -57,8 +57,8 @@ export interface HeartbeatOptions {
 export const SOON_MS = 1_000;
 
 /**
- * The heartbeat proxy: keeps ephemeral copies alive on registries that need beats (Nacos), for as
- * long as their owner (a service sync) says so.
+ * The heartbeat proxy: keeps ephemeral copies alive on registries that need beats (Nacos), and every
+ * copy where every registration is a lease (Eureka), for as long as their owner (a service sync) says so.
  *
  * Beats are spread evenly over the interval (each instance gets a fixed phase from a hash of its key)
  * on a bucketed timer wheel: one timer for the whole process, not one per instance. Beats run apart
@@ -120,7 +120,7 @@ export class HeartbeatScheduler {
     const keyPrefix = `${owner}\n${adapter.clusterId}\n${serviceKeyString(service)}\n`;
     const keep = new Set<string>();
     for (const instance of instances) {
-      if (!instance.ephemeral) continue;
+      if (!instance.ephemeral && adapter.leasesEveryInstance !== true) continue;
       const key = keyPrefix + instanceId(instance);
       keep.add(key);
       const existing = this.entries.get(key);

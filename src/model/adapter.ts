@@ -109,6 +109,11 @@ export interface RegistryAdapter {
    * any of them came from such a registry and are never written here.
    */
   readonly foreignNames?: readonly string[];
+  /**
+   * Whether every copy needs `heartbeat`, not only the ephemeral ones: a registry where every
+   * registration is a lease (Eureka).
+   */
+  readonly leasesEveryInstance?: boolean;
   /** How often `heartbeat` must be called per instance. */
   readonly heartbeatIntervalMs?: number;
   close(): Promise<void>;
