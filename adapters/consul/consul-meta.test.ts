@@ -187,6 +187,12 @@ describe('registrationOf', () => {
     expect(typeof registrationOf('s', instance({ metadata: { ['.'.repeat(42)]: 'v' } }), at)).toBe('object');
     expect(registrationOf('s', instance({ metadata: { ['.'.repeat(43)]: 'v' } }), at)).toMatch(/longer than Consul's 128 characters once encoded/);
   });
+
+  it('counts a value as Consul does, in bytes: a value of 200 three-byte characters is too long', () => {
+    // Consul checks len(value) in Go, the UTF-8 bytes.
+    expect(registrationOf('s', instance({ metadata: { name: '名'.repeat(200) } }), at)).toMatch(/value longer than Consul's 512/);
+    expect(typeof registrationOf('s', instance({ metadata: { name: '名'.repeat(170) } }), at)).toBe('object');
+  });
 });
 
 describe('copyServiceId', () => {
