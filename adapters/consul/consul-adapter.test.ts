@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { WatchEvent } from '../../src/model/adapter.js';
@@ -351,6 +353,28 @@ describe('ConsulAdapter: watches', () => {
     }
     // The first blocking query waits on the index of the first answer.
     expect(reads[1]?.blocking).toBe(true);
+  });
+
+  it('never waits on index 0: a server that answers index 0 is asked to wait on 1', async () => {
+    // Consul's blocking-query rule for a server that ever answers X-Consul-Index: 0 (the test Consul never does).
+    const queries: Array<Record<string, string>> = [];
+    const zero: Server = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+      if (url.pathname === '/v1/health/service/orders') queries.push(Object.fromEntries(url.searchParams));
+      res.writeHead(200, { 'Content-Type': 'application/json', 'X-Consul-Index': '0' });
+      res.end('[]');
+    });
+    await new Promise<void>((resolve) => zero.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => zero.close(() => resolve())));
+    const adapter = connect([`127.0.0.1:${(zero.address() as AddressInfo).port}`], { blockingMinIntervalMs: 20 });
+    const r = recorder();
+    const stop = adapter.watch(key('orders'), r.onChange);
+    await waitUntil(() => queries.length >= 4, { message: 'a few queries' });
+    stop();
+    expect(queries[0]).toEqual({});
+    for (const q of queries.slice(1)) expect(q).toMatchObject({ index: '1', wait: '5s' });
+    // Answers that change nothing call back once, with the first read.
+    expect(r.events).toEqual([{ firstRead: [] }]);
   });
 
   it('starts over when the index goes backwards (a snapshot restore), and still hears later changes', async () => {
