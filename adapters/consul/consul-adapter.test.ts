@@ -459,6 +459,27 @@ describe('ConsulAdapter: TLS', () => {
     expect(await byName.listInstances(key('orders'))).toHaveLength(2);
   });
 
+  it('refuses a server whose certificate it cannot verify, naming the certificate problem', async () => {
+    const { s, c } = await tlsServer();
+    const noCa = connect([s.endpoint], { scheme: 'https' });
+    const err = await rejection(noCa.listInstances(key('orders')));
+    expect(err).toBeInstanceOf(ConsulRequestError);
+    expect(err).toMatchObject({ code: 'consul-unreachable' });
+    expect((err as Error).message).toMatch(/: 127\.0\.0\.1:\d+: UNABLE_TO_VERIFY_LEAF_SIGNATURE \(unable to verify the first certificate\)$/);
+    expect(s.requests).toEqual([]);
+
+    const wrongName = connect([s.endpoint], { tlsCaFile: c.ca, tlsServerName: 'consul.example.com' });
+    const named = await rejection(wrongName.listInstances(key('orders')));
+    expect((named as Error).message).toContain("ERR_TLS_CERT_ALTNAME_INVALID (Hostname/IP does not match certificate's altnames: Host: consul.example.com.");
+
+    // Plain HTTP to an HTTPS agent gets no answer it can read.
+    const plain = connect([s.endpoint]);
+    expect(await rejection(plain.listInstances(key('orders')))).toBeInstanceOf(ConsulRequestError);
+    // tlsSkipVerify accepts any certificate (tests only).
+    const skip = connect([s.endpoint], { tlsSkipVerify: true });
+    expect(await skip.listInstances(key('orders'))).toHaveLength(1);
+  });
+
   it('refuses a tlsCaFile it cannot read when the adapter is built, naming the option', async () => {
     expect(() => connect(['127.0.0.1:8501'], { tlsCaFile: '/nonexistent/ca.pem' })).toThrow(/invalid options\.tlsCaFile: cannot read \/nonexistent\/ca\.pem/);
   });
