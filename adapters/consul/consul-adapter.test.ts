@@ -213,6 +213,13 @@ describe('ConsulAdapter: Enterprise namespace and partition', () => {
     ]);
   });
 
+  it('asks for stale reads only when configured', async () => {
+    const s = await server();
+    await connect([s.endpoint]).listServices({ namespace: 'public', group: 'DEFAULT_GROUP' });
+    await connect([s.endpoint], { stale: true }).listServices({ namespace: 'public', group: 'DEFAULT_GROUP' });
+    expect(s.requests.map((r) => r.query)).toEqual([{}, { stale: '' }]);
+  });
+
   it('reads another datacenter only when it names one', async () => {
     const s = await server({ datacenter: 'east' });
     const adapter = connect([s.endpoint], { datacenter: 'west' });
@@ -249,6 +256,20 @@ describe('ConsulAdapter: which services', () => {
     expect(await adapter.listServices({ namespace: 'public', group: '*' })).toEqual([]);
     expect(await adapter.listInstances({ namespace: 'prod', group: 'DEFAULT_GROUP', name: 'orders' })).toEqual([]);
     expect(await adapter.listInstances({ namespace: 'prod', group: 'CONSUL', name: 'orders' })).toHaveLength(1);
+  });
+});
+
+describe('ConsulAdapter: reads', () => {
+  it('skips entries it cannot read as instances and names each in readIssues', async () => {
+    const s = await server();
+    registerNative(s, 'orders', '10.1.0.1');
+    s.catalogRegister({ Node: 'node-b', Address: '10.200.0.2', Service: { ID: 'orders-noport', Service: 'orders', Address: '10.1.0.9' } });
+    const adapter = connect([s.endpoint]);
+    expect((await adapter.listInstances(key('orders'))).map((i) => i.ip)).toEqual(['10.1.0.1']);
+    expect(adapter.readIssues(key('orders'))).toEqual(['service "orders-noport" on node "node-b" has no port (0)']);
+    s.catalogDeregister({ Node: 'node-b' });
+    await adapter.listInstances(key('orders'));
+    expect(adapter.readIssues(key('orders'))).toEqual([]);
   });
 });
 
