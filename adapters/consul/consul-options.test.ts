@@ -18,7 +18,6 @@ const refusal = (run: () => unknown): ConsulConfigError => {
 describe('parseConsulOptions', () => {
   it('fills every default', () => {
     expect(parse({})).toEqual(DEFAULT_CONSUL_OPTIONS);
-    expect(parseConsulOptions({ id: 'c' })).toEqual(DEFAULT_CONSUL_OPTIONS);
     expect(DEFAULT_CONSUL_OPTIONS).toMatchObject({
       scheme: 'http',
       nodeName: 'regsync',
@@ -143,7 +142,7 @@ describe('parseConsulOptions', () => {
 });
 
 describe('parseConsulCluster', () => {
-  const spec = (over: Record<string, unknown> = {}) => ({ id: 'c', endpoints: ['127.0.0.1:8500'], ...over });
+  const spec = (over: Record<string, unknown> = {}) => ({ id: 'c', endpoints: ['127.0.0.1:8500'], options: {}, ...over }) as Parameters<typeof parseConsulCluster>[0];
 
   it('parses endpoints, with 8500 as the default port and IPv6 in brackets', () => {
     const c = parseConsulCluster(spec({ endpoints: ['consul-1.example.com', '10.0.0.2:8501', ' 10.0.0.3 ', '[::1]:8502', '[fd00::1]'] }));
