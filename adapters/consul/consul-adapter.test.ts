@@ -426,6 +426,23 @@ describe('ConsulAdapter: watches', () => {
     expect((await adapter.listInstances(key('orders'))).map((i) => i.ip)).toEqual(['10.1.0.1', '10.1.0.2']);
   });
 
+  it('keeps watching through an outage: reads fail meanwhile, and a change made while down is heard after', async () => {
+    const s = await server();
+    registerNative(s, 'orders', '10.1.0.1');
+    const adapter = connect([s.endpoint]);
+    const r = recorder();
+    adapter.watch(key('orders'), r.onChange);
+    await waitUntil(() => r.events.length === 1 && s.waitingQueries() === 1, { message: 'the watch to block' });
+    await s.stop();
+    // A read fails rather than answering nothing.
+    expect(await rejection(adapter.listInstances(key('orders')))).toMatchObject({ code: 'consul-unreachable' });
+    registerNative(s, 'orders', '10.1.0.2');
+    await s.start();
+    await waitUntil(() => r.events.length === 2, { message: 'the watch told of the change made while Consul was down' });
+    expect(r.events[1]).toBeUndefined();
+    expect((await adapter.listInstances(key('orders'))).map((i) => i.ip)).toEqual(['10.1.0.1', '10.1.0.2']);
+  });
+
   it('tells a service-list watch when services come and go', async () => {
     const s = await server();
     const adapter = connect([s.endpoint]);
