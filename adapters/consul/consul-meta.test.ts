@@ -270,6 +270,17 @@ describe('instanceOfEntry', () => {
     expect(read(entry({ service: { Meta: { 'regsync-weight': 'heavy' }, Weights: { Passing: 3, Warning: 1 } } })).instance.weight).toBe(3);
   });
 
+  it('reads the tags of its own copies only as consul.tags: their metadata is all in Meta', () => {
+    // A Nacos instance that asks for Consul tags, some of them key=value.
+    const original = instance({ metadata: { [MARK_ORIGIN]: 'nacos-a', [MARK_TASK]: 't', [TAGS_KEY]: 'env=prod,v1' } });
+    const body = registration('orders', original);
+    expect(body.Service.Tags).toEqual(['env=prod', 'v1']);
+    const back = read({ Node: { Node: body.Node, Address: '127.0.0.1' }, Service: body.Service, Checks: [body.Check] });
+    expect(back.instance.metadata).toEqual(original.metadata);
+    // Anyone else's key=value tags still become metadata.
+    expect(read(entry({ service: { Tags: ['env=prod'], Meta: {} } })).instance.metadata).toMatchObject({ env: 'prod' });
+  });
+
   it('reads back what registrationOf writes', () => {
     const original = instance({
       weight: 0.5,

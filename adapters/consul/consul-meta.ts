@@ -121,8 +121,10 @@ export function instanceOfEntry(entry: ConsulHealthEntry, includeWarning: boolea
     metadata[decodeMetaKey(key)] = String(value);
   }
   const tags = (svc.Tags ?? []).map(String);
-  // nacos-sync carries metadata, its marks included, as key=value tags.
-  for (const tag of tags) {
+  // nacos-sync carries metadata, its marks included, as key=value tags; regsync's copies keep theirs
+  // in meta, and their tags are only the ones asked for (so a copy reads back as written).
+  const ownCopy = meta[EXTERNAL_SOURCE] === EXTERNAL_SOURCE_REGSYNC;
+  for (const tag of ownCopy ? [] : tags) {
     const eq = tag.indexOf('=');
     if (eq > 0 && tag.indexOf('=', eq + 1) < 0 && !Object.hasOwn(metadata, tag.slice(0, eq))) metadata[tag.slice(0, eq)] = tag.slice(eq + 1);
   }
