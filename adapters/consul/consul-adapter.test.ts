@@ -289,6 +289,40 @@ describe('ConsulAdapter: reads', () => {
   });
 });
 
+describe('ConsulAdapter: writes', () => {
+  it('reads a copy back exactly as written, and writing it again changes nothing in Consul', async () => {
+    const s = await server();
+    const adapter = connect([s.endpoint]);
+    const copy = instance('10.1.0.7', 9090, {
+      weight: 2.5,
+      ephemeral: false,
+      cluster: 'SH',
+      metadata: { 'regsync.origin': 'nacos-a', 'regsync.path': 'nacos-a', 'regsync.task': 't1', 'spring.boot.version': '3.2', '版本': '二', 'consul.tags': 'env=prod,v1' },
+    });
+    await adapter.apply(key('orders'), { upsert: [copy], remove: [] });
+    expect(await adapter.listInstances(key('orders'))).toEqual([copy]);
+    const [entry] = s.healthService('orders');
+    expect(entry?.Node.Node).toBe('regsync');
+    expect(entry?.Service.Tags).toEqual(['env=prod', 'v1']);
+    expect(entry?.Checks.map((c) => `${c.CheckID}=${c.Status}`)).toEqual([`regsync:${copyServiceId('orders', copy)}=passing`]);
+    const index = s.index();
+    await adapter.apply(key('orders'), { upsert: [copy], remove: [] });
+    expect(s.index()).toBe(index);
+  });
+
+  it('writes every copy it can and names the ones Consul would refuse', async () => {
+    const s = await server();
+    const adapter = connect([s.endpoint]);
+    const good = instance('10.1.0.1');
+    const bad = instance('10.1.0.2', 8080, { metadata: { big: 'x'.repeat(513) } });
+    const err = await rejection(adapter.apply(key('orders'), { upsert: [bad, good], remove: [] }));
+    expect(err).toBeInstanceOf(ConsulApplyError);
+    expect((err as ConsulApplyError).failures.map((f) => f.target)).toEqual(['instance 10.1.0.2:8080#DEFAULT']);
+    expect((err as Error).message).toContain("longer than Consul's 512 bytes");
+    expect(s.healthService('orders').map((e) => e.Service.Address)).toEqual(['10.1.0.1']);
+  });
+});
+
 describe('ConsulAdapter: removals', () => {
   it('refuses to remove an instance registered on another node, and deregisters nothing', async () => {
     const s = await server();
