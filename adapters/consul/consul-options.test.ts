@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { ClusterConfigError } from '../../src/model/index.js';
 import { ConsulConfigError } from './consul-config-error.js';
+import { consulKind } from './consul-kind.js';
 import { CONSUL_OPTIONS, DEFAULT_CONSUL_OPTIONS, parseConsulCluster, parseConsulOptions } from './consul-options.js';
 
 const parse = (options: Record<string, unknown>) => parseConsulOptions({ id: 'c', options });
@@ -182,5 +184,21 @@ describe('parseConsulCluster', () => {
     expect(parseConsulCluster(spec()).namespace).toBe('public');
     expect(parseConsulCluster(spec({ namespace: 'prod' })).namespace).toBe('prod');
     expect(parseConsulCluster(spec({ options: { group: 'CONSUL' } })).options.group).toBe('CONSUL');
+  });
+});
+
+describe('consulKind.validate', () => {
+  it('checks a definition as the factory does, without reading the TLS files, as a ClusterConfigError', () => {
+    const spec = { id: 'c', kind: 'consul', endpoints: ['127.0.0.1:8500'], labels: {}, options: { tlsCaFile: '/on/the/workers/ca.pem' } };
+    expect(() => consulKind.validate(spec)).not.toThrow();
+    let thrown: unknown;
+    try {
+      consulKind.validate({ ...spec, options: { writeConcurrency: 0 } });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(ClusterConfigError);
+    expect(thrown).toMatchObject({ setting: 'options.writeConcurrency', detail: 'expected an integer from 1 to 256, got 0' });
+    expect((thrown as Error).cause).toBeInstanceOf(ConsulConfigError);
   });
 });
