@@ -126,22 +126,6 @@ describe('ConsulAdapter: ACL token', () => {
     expect(failure).toMatchObject({ code: 'consul-auth-failed', status: 403 });
     expect((failure as Error).message).toContain("lacks permission 'service:write'");
   });
-
-  it('rejects an instance read Consul filtered for the token, rather than answer part of the service', async () => {
-    // The test Consul flags every read of the anonymous token as filtered; Consul flags the reads of a
-    // token that lacks node:read or service:read on some of the entries.
-    const s = await server({ tokens: { 'the-right-token': 'write' } });
-    registerNative(s, 'orders', '10.1.0.1');
-    const anonymous = connect([s.endpoint]);
-    const err = await rejection(anonymous.listInstances(key('orders')));
-    expect(err).toBeInstanceOf(ConsulRequestError);
-    expect(err).toMatchObject({ code: 'consul-auth-failed', status: 200 });
-    expect((err as Error).message).toContain('X-Consul-Results-Filtered-By-ACLs');
-    const problem: Problem = { code: 'source_unreadable', side: 'source', cluster: 'c1', message: `cannot read source c1: ${(err as Error).message}`, cause: (err as ConsulRequestError).code };
-    expect(reachFailureOf(problem)).toBe('auth_failed');
-    // Nothing filtered, nothing refused.
-    expect(await connect([s.endpoint], {}, { password: 'the-right-token' }).listInstances(key('orders'))).toHaveLength(1);
-  });
 });
 
 describe('ConsulAdapter: endpoints', () => {

@@ -37,8 +37,7 @@ interface ServiceFeed {
  * - Reads: `GET /v1/health/service/:name`; an instance per entry (the service's address, else its
  *   node's), healthy when every check passes (or warns, with `includeWarning`), disabled under
  *   maintenance. Tags go to the metadata key `consul.tags`; `key=value` tags also become metadata
- *   (as nacos-sync reads them) unless the meta has the key. An answer Consul filtered for the
- *   token's ACLs rejects (`consul-auth-failed`): part of a service is not its instances.
+ *   (as nacos-sync reads them) unless the meta has the key.
  * - Watches: blocking queries (see {@link BlockingLoop}); the first answer is handed over as the
  *   watch's first read, later ones call back only when the instances differ.
  * - Writes: catalog registrations on a node no agent owns (`options.nodeName`, `regsync`), as
@@ -136,16 +135,6 @@ export class ConsulAdapter implements RegistryAdapter {
   private instancesOf(service: ServiceKey, answer: ConsulAnswer): Instance[] {
     if (!Array.isArray(answer.body)) {
       throw new ConsulRequestError('consul-bad-answer', this.clusterId, `GET /v1/health/service/${service.name}`, 'expected a list of entries');
-    }
-    // Part of a service is no answer: the copies of the instances left out would be removed.
-    if (answer.filtered === true) {
-      throw new ConsulRequestError(
-        'consul-auth-failed',
-        this.clusterId,
-        `GET /v1/health/service/${service.name}`,
-        'Consul left out instances the ACL token may not read (X-Consul-Results-Filtered-By-ACLs): the token needs service:read on the service and node:read on its nodes',
-        answer.status,
-      );
     }
     const byId = new Map<string, ReadEntry>();
     const issues: string[] = [];

@@ -9,8 +9,6 @@ export interface ConsulAnswer {
   status: number;
   body: unknown;
   index: number | undefined;
-  /** `X-Consul-Results-Filtered-By-ACLs: true`: Consul left out what the token may not read. */
-  filtered?: boolean | undefined;
 }
 
 /** What one call asks. */
@@ -114,7 +112,6 @@ export class ConsulHttp {
     let status: number;
     let text: string;
     let index: number | undefined;
-    let filtered: boolean;
     try {
       const res = await request(url, {
         dispatcher: this.dispatcher,
@@ -137,7 +134,6 @@ export class ConsulHttp {
         chunks.push(chunk);
       }
       text = Buffer.concat(chunks).toString('utf8');
-      filtered = res.headers['x-consul-results-filtered-by-acls'] === 'true';
       const header = res.headers['x-consul-index'];
       const raw = Array.isArray(header) ? header[0] : header;
       index = raw === undefined || !/^\d{1,19}$/.test(raw) ? undefined : Number(raw);
@@ -163,7 +159,7 @@ export class ConsulHttp {
         throw new ConsulRequestError('consul-bad-answer', this.clusterId, what, `answer is not JSON: ${JSON.stringify(text.slice(0, 80))}`, status);
       }
     }
-    return { status, body, index, filtered };
+    return { status, body, index };
   }
 
   async close(): Promise<void> {
