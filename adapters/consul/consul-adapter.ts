@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { ApplyPlan, RegistryAdapter, Unsubscribe, WatchEvent } from '../../src/model/adapter.js';
 import { instanceId, instancesDigest, serviceKeyString, type ClusterSpec, type Instance, type ServiceKey } from '../../src/model/index.js';
 import { ConsulApplyError, type ConsulWriteFailure } from './consul-apply-error.js';
-import { BlockingLoop, type BlockingPace } from './consul-blocking.js';
+import { BlockingLoop, BlockingSlots, type BlockingPace } from './consul-blocking.js';
 import { ConsulHttp, type ConsulAnswer } from './consul-http.js';
 import { copyServiceId, instanceOfEntry, registrationOf, type ConsulHealthEntry, type CopyNode, type ReadEntry } from './consul-meta.js';
 import { parseConsulCluster, type ConsulClusterConfig } from './consul-options.js';
@@ -38,8 +38,9 @@ interface ServiceFeed {
  *   node's), healthy when every check passes (or warns, with `includeWarning`), disabled under
  *   maintenance. Tags go to the metadata key `consul.tags`; `key=value` tags also become metadata
  *   (as nacos-sync reads them) unless the meta has the key.
- * - Watches: blocking queries (see {@link BlockingLoop}); the first answer is handed over as the
- *   watch's first read, later ones call back only when the instances differ.
+ * - Watches: blocking queries (see {@link BlockingLoop}), at most `maxBlockingQueries` open (the
+ *   rest poll every `pollIntervalMs`), over connections of their own; the first answer is handed
+ *   over as the watch's first read, later ones call back only when the instances differ.
  * - Writes: catalog registrations on a node no agent owns (`options.nodeName`, `regsync`), as
  *   consul-k8s does: copies need no heartbeat and no agent removes them; one check per copy
  *   (`regsync:<id>`, passing or critical) says it is a copy; stable service ids
@@ -54,6 +55,7 @@ export class ConsulAdapter implements RegistryAdapter {
   private readonly locations = new Map<string, Map<string, Location>>();
   private readonly issues = new Map<string, string[]>();
   private readonly pace: BlockingPace;
+  private readonly slots: BlockingSlots;
   private readonly ignored: ReadonlySet<string>;
   private readonly copyNode: CopyNode;
   private closed = false;
@@ -65,7 +67,8 @@ export class ConsulAdapter implements RegistryAdapter {
   ) {
     const o = config.options;
     this.http = new ConsulHttp(clusterId, config);
-    this.pace = { waitMs: o.blockingWaitMs, minIntervalMs: o.blockingMinIntervalMs, backoffMaxMs: o.backoffMaxMs, requestTimeoutMs: o.requestTimeoutMs };
+    this.pace = { waitMs: o.blockingWaitMs, minIntervalMs: o.blockingMinIntervalMs, backoffMaxMs: o.backoffMaxMs, requestTimeoutMs: o.requestTimeoutMs, pollIntervalMs: o.pollIntervalMs };
+    this.slots = new BlockingSlots(o.maxBlockingQueries);
     this.ignored = new Set(o.ignoreServices);
     this.copyNode = { node: o.nodeName, nodeAddress: o.nodeAddress, datacenter: o.datacenter, namespace: o.consulNamespace, partition: o.partition };
   }
@@ -106,6 +109,7 @@ export class ConsulAdapter implements RegistryAdapter {
     let digest: string | undefined;
     const loop = new BlockingLoop(
       this.http,
+      this.slots,
       '/v1/catalog/services',
       () => this.http.readQuery(),
       this.pace,
@@ -177,6 +181,7 @@ export class ConsulAdapter implements RegistryAdapter {
       const created: ServiceFeed = { listeners: new Set(), last: undefined, digest: undefined, loop: undefined as unknown as BlockingLoop };
       created.loop = new BlockingLoop(
         this.http,
+        this.slots,
         path,
         () => this.http.readQuery(),
         this.pace,

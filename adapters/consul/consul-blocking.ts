@@ -11,6 +11,27 @@ export interface BlockingPace {
   backoffMaxMs: number;
   /** Added to `wait` for the request's own timeout (Consul adds up to wait/16 of jitter). */
   requestTimeoutMs: number;
+  /** Period of a loop without a slot: it reads without blocking. */
+  pollIntervalMs: number;
+}
+
+/**
+ * The blocking queries an adapter may hold open at once: each holds a connection, and Consul
+ * refuses a client more than `limits.http_max_conns_per_client` (200). A loop that gets no slot
+ * polls, and asks again for a slot at every round.
+ */
+export class BlockingSlots {
+  constructor(private free: number) {}
+
+  tryTake(): boolean {
+    if (this.free <= 0) return false;
+    this.free -= 1;
+    return true;
+  }
+
+  give(): void {
+    this.free += 1;
+  }
 }
 
 /** Queries a loop may send at once before the pace applies. */
@@ -26,7 +47,8 @@ const FIRST_BACKOFF_MS = 100;
  * - a token bucket (burst {@link BURST}, then one query per `minIntervalMs`) keeps a service that
  *   changes all the time from costing a query per change;
  * - failures back off from 100 ms, doubling to `backoffMaxMs`;
- * - an answer is not proof of change: `onAnswer` gets every answer and compares.
+ * - an answer is not proof of change: `onAnswer` gets every answer and compares;
+ * - without one of the adapter's {@link BlockingSlots}, it reads every `pollIntervalMs` instead.
  */
 export class BlockingLoop {
   private index = 0;
@@ -35,9 +57,11 @@ export class BlockingLoop {
   private tokens = BURST;
   private lastRefill = Date.now();
   private wake: (() => void) | undefined;
+  private slot = false;
 
   constructor(
     private readonly http: ConsulHttp,
+    private readonly slots: BlockingSlots,
     private readonly path: string,
     private readonly query: () => Record<string, string>,
     private readonly pace: BlockingPace,
@@ -49,24 +73,33 @@ export class BlockingLoop {
   }
 
   stop(): void {
+    if (this.stopped) return;
     this.stopped = true;
     this.abort.abort();
     this.wake?.();
+    if (this.slot) this.slots.give();
+    this.slot = false;
   }
 
   private async run(): Promise<void> {
     let backoff = FIRST_BACKOFF_MS;
+    let polled = false;
     while (!this.stopped) {
-      await this.paced();
+      if (!this.slot) this.slot = this.slots.tryTake();
+      if (polled && !this.slot) await this.sleep(this.pace.pollIntervalMs);
+      else await this.paced();
       if (this.stopped) return;
       try {
         const waitS = Math.max(1, Math.round(this.pace.waitMs / 1000));
+        const blocking = this.slot && this.index > 0;
+        polled = !this.slot;
         const answer = await this.http.call({
           method: 'GET',
           path: this.path,
-          query: { ...this.query(), ...(this.index > 0 ? { index: String(this.index), wait: `${waitS}s` } : {}) },
-          timeoutMs: Math.ceil(this.pace.waitMs + this.pace.waitMs / 16 + this.pace.requestTimeoutMs),
+          query: { ...this.query(), ...(blocking ? { index: String(this.index), wait: `${waitS}s` } : {}) },
+          timeoutMs: blocking ? Math.ceil(this.pace.waitMs + this.pace.waitMs / 16 + this.pace.requestTimeoutMs) : this.pace.requestTimeoutMs,
           signal: this.abort.signal,
+          blocking,
         });
         if (this.stopped) return;
         if (answer.index === undefined) throw new ConsulRequestError('consul-bad-answer', '', `GET ${this.path}`, 'no X-Consul-Index on a blocking read');

@@ -20,6 +20,8 @@ export interface ConsulCall {
   /** Longest wait for the whole answer; default the cluster's `requestTimeoutMs`. */
   timeoutMs?: number | undefined;
   signal?: AbortSignal | undefined;
+  /** A blocking query: sent over connections of its own, so that no read or write waits behind one. */
+  blocking?: boolean | undefined;
 }
 
 /** Largest answer read (a catalog of many services is a few MB; parsing more would hold the event loop). */
@@ -36,6 +38,7 @@ const TLS_CODE = /^(?:ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED
  */
 export class ConsulHttp {
   private readonly dispatcher: Agent;
+  private readonly blockingDispatcher: Agent;
   private current = 0;
 
   constructor(
@@ -51,22 +54,21 @@ export class ConsulHttp {
         throw new ConsulConfigError(clusterId, `options.${setting}`, `cannot read ${path}: ${(err as Error).message}`);
       }
     };
-    this.dispatcher = new Agent({
-      connections: 64,
-      keepAliveTimeout: 30_000,
-      connect: {
-        timeout: Math.min(o.requestTimeoutMs, 10_000),
-        ...(o.scheme === 'https'
-          ? {
-              ca: file('tlsCaFile', o.tlsCaFile),
-              cert: file('tlsCertFile', o.tlsCertFile),
-              key: file('tlsKeyFile', o.tlsKeyFile),
-              servername: o.tlsServerName,
-              rejectUnauthorized: !o.tlsSkipVerify,
-            }
-          : {}),
-      },
-    });
+    const connect = {
+      timeout: Math.min(o.requestTimeoutMs, 10_000),
+      ...(o.scheme === 'https'
+        ? {
+            ca: file('tlsCaFile', o.tlsCaFile),
+            cert: file('tlsCertFile', o.tlsCertFile),
+            key: file('tlsKeyFile', o.tlsKeyFile),
+            servername: o.tlsServerName,
+            rejectUnauthorized: !o.tlsSkipVerify,
+          }
+        : {}),
+    };
+    this.dispatcher = new Agent({ connections: 64, keepAliveTimeout: 30_000, connect });
+    // One connection per blocking query at most (each holds its connection while it waits).
+    this.blockingDispatcher = new Agent({ connections: Math.max(1, o.maxBlockingQueries), keepAliveTimeout: 30_000, connect });
   }
 
   /** The query parameters every read carries (datacenter, namespace, partition, stale). */
@@ -114,7 +116,7 @@ export class ConsulHttp {
     let index: number | undefined;
     try {
       const res = await request(url, {
-        dispatcher: this.dispatcher,
+        dispatcher: call.blocking === true ? this.blockingDispatcher : this.dispatcher,
         method: call.method,
         headers,
         body: call.body === undefined ? undefined : JSON.stringify(call.body),
@@ -163,6 +165,6 @@ export class ConsulHttp {
   }
 
   async close(): Promise<void> {
-    await this.dispatcher.destroy();
+    await Promise.all([this.dispatcher.destroy(), this.blockingDispatcher.destroy()]);
   }
 }

@@ -45,6 +45,13 @@ export interface ConsulAdapterOptions {
   backoffMaxMs: number;
   /** Registrations and deregistrations one `apply` sends at once. Default 16. */
   writeConcurrency: number;
+  /**
+   * Blocking queries held open at once (each holds a connection; Consul allows 200 per client
+   * address by default, `limits.http_max_conns_per_client`). Watches beyond it poll. Default 100.
+   */
+  maxBlockingQueries: number;
+  /** How often a watch without a blocking query of its own reads its service. Default 5 s. */
+  pollIntervalMs: number;
 }
 
 /** What an empty `options` means; exported so that docs and tests can show the defaults. */
@@ -69,6 +76,8 @@ export const DEFAULT_CONSUL_OPTIONS: ConsulAdapterOptions = {
   blockingMinIntervalMs: 250,
   backoffMaxMs: 30_000,
   writeConcurrency: 16,
+  maxBlockingQueries: 100,
+  pollIntervalMs: 5_000,
 };
 
 /** What every option takes and does, for `GET /api/v1/kinds`; keyed by the options type, so that a new option without a type or description does not compile. */
@@ -93,6 +102,8 @@ export const CONSUL_OPTIONS: Readonly<Record<keyof ConsulAdapterOptions, KindOpt
   blockingMinIntervalMs: { type: 'integer', description: 'Least time between blocking queries of a service after a burst of 2 (default 250).' },
   backoffMaxMs: { type: 'integer', description: 'Longest pause before a failed blocking query is retried (default 30000).' },
   writeConcurrency: { type: 'integer', description: 'Registrations one apply sends at once (default 16).' },
+  maxBlockingQueries: { type: 'integer', description: 'Blocking queries held open at once; watches beyond it poll (default 100; Consul allows 200 connections per client).' },
+  pollIntervalMs: { type: 'integer', description: 'Period of the watches beyond maxBlockingQueries (default 5000).' },
 };
 
 /** A Consul endpoint: where to connect, and the name a certificate must carry. */
@@ -192,6 +203,8 @@ export function parseConsulOptions(spec: Pick<ClusterSpec, 'id' | 'options'>): C
     blockingMinIntervalMs: int('blockingMinIntervalMs', 0, 3_600_000),
     backoffMaxMs: int('backoffMaxMs', 100, 3_600_000),
     writeConcurrency: int('writeConcurrency', 1, 256),
+    maxBlockingQueries: int('maxBlockingQueries', 0, 10_000),
+    pollIntervalMs: int('pollIntervalMs', 100, 3_600_000),
   };
   if ((options.tlsCertFile === undefined) !== (options.tlsKeyFile === undefined)) fail(options.tlsCertFile === undefined ? 'tlsCertFile' : 'tlsKeyFile', 'tlsCertFile and tlsKeyFile go together');
   if (options.scheme === 'http' && (options.tlsCaFile ?? options.tlsCertFile ?? options.tlsServerName) !== undefined) fail('scheme', 'TLS options need scheme https');

@@ -120,7 +120,7 @@ describe('POST /api/v1/clusters', () => {
     ['an id ending with -', clusterBody('a-'), /body\.id/],
     ['an id with a slash', clusterBody('a/b'), /body\.id/],
     ['a numeric id', clusterBody('x', { id: 12 }), /body\.id must be string/],
-    ['an unknown kind', clusterBody('c', { kind: 'consul' }), /body\.kind must be one of nacos, zookeeper, kubernetes/],
+    ['an unknown kind', clusterBody('c', { kind: 'eureka' }), /body\.kind must be one of nacos, zookeeper, kubernetes, consul/],
     ['no endpoints', clusterBody('c', { endpoints: [] }), /body\.endpoints must NOT have fewer than 1 items/],
     ['33 endpoints', clusterBody('c', { endpoints: Array.from({ length: 33 }, (_, i) => `h:${i + 1}`) }), /body\.endpoints must NOT have more than 32 items/],
     ['endpoints as a string', clusterBody('c', { endpoints: 'h:1' }), /body\.endpoints must be array/],
