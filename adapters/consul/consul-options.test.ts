@@ -34,6 +34,8 @@ describe('parseConsulOptions', () => {
       blockingMinIntervalMs: 250,
       backoffMaxMs: 30_000,
       writeConcurrency: 16,
+      maxBlockingQueries: 100,
+      pollIntervalMs: 5_000,
     });
     for (const name of ['datacenter', 'consulNamespace', 'partition', 'tlsCaFile', 'tlsCertFile', 'tlsKeyFile', 'tlsServerName'] as const) expect(DEFAULT_CONSUL_OPTIONS[name]).toBeUndefined();
   });
@@ -78,6 +80,8 @@ describe('parseConsulOptions', () => {
       writeConcurrency: 4,
     });
     expect(parse({ ignoreServices: [] }).ignoreServices).toEqual([]);
+    // No blocking query at all: every watch polls.
+    expect(parse({ maxBlockingQueries: 0, pollIntervalMs: '1000' })).toMatchObject({ maxBlockingQueries: 0, pollIntervalMs: 1000 });
   });
 
   it.each([
@@ -110,6 +114,9 @@ describe('parseConsulOptions', () => {
     ['tlsServerName', ''],
     ['blockingMinIntervalMs', 3_600_001],
     ['requestTimeoutMs', 600_001],
+    ['maxBlockingQueries', -1],
+    ['maxBlockingQueries', 10_001],
+    ['pollIntervalMs', 99],
     ['scheme', 'ftp'],
     ['ignoreServices', 'consul'],
     ['ignoreServices', ['consul', '']],
