@@ -323,6 +323,25 @@ describe('ConsulAdapter: removals', () => {
     expect(s.healthService('orders').map((e) => e.Node.Node)).toEqual(['node-a']);
   });
 
+  it("reads consul-k8s's registration, not regsync's copy, at an address both hold, and never removes it", async () => {
+    const s = await server();
+    const adapter = connect([s.endpoint]);
+    await adapter.apply(key('web'), { upsert: [instance('10.1.0.1', 8080, { metadata: { 'regsync.task': 't1' } })], remove: [] });
+    s.catalogRegister({
+      Node: 'k8s-sync',
+      Address: '127.0.0.1',
+      NodeMeta: { 'external-source': 'kubernetes' },
+      Service: { ID: 'web-0a1b2c3d4e5f', Service: 'web', Address: '10.1.0.1', Port: 8080, Tags: ['k8s'], Meta: { 'external-source': 'kubernetes', 'external-k8s-ns': 'default' } },
+    });
+    const read = await adapter.listInstances(key('web'));
+    expect(read).toHaveLength(1);
+    expect(read[0]?.metadata).toEqual({ 'external-source': 'kubernetes', 'external-k8s-ns': 'default', 'consul.tags': 'k8s' });
+    expect(adapter.readIssues(key('web'))).toEqual(['10.1.0.1:8080#DEFAULT is registered on nodes k8s-sync and regsync; read the one on k8s-sync']);
+    const err = await rejection(adapter.apply(key('web'), { upsert: [], remove: read }));
+    expect((err as Error).message).toContain("registered on node k8s-sync, not regsync's regsync: left alone");
+    expect(s.healthService('web').map((e) => e.Node.Node)).toEqual(['k8s-sync', 'regsync']);
+  });
+
   it("removes a copy of its own, and only on regsync's node, even when nothing was read first", async () => {
     const s = await server();
     registerNative(s, 'orders', '10.1.0.1', 8080, 'node-a');
