@@ -103,8 +103,9 @@ export class BlockingLoop {
         });
         if (this.stopped) return;
         if (answer.index === undefined) throw new ConsulRequestError('consul-bad-answer', '', `GET ${this.path}`, 'no X-Consul-Index on a blocking read');
-        // Backwards: start over from 0 (answered at once); 0 itself would never block: wait on 1.
-        this.index = answer.index < this.index ? 0 : Math.max(1, answer.index);
+        // 0 would never block: wait on 1 (an answer of 0 after 1 is not going backwards).
+        // Backwards: start over from 0 (answered at once).
+        this.index = answer.index === 0 ? 1 : answer.index < this.index ? 0 : answer.index;
         backoff = FIRST_BACKOFF_MS;
         this.onAnswer(answer);
       } catch (err) {

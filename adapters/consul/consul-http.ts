@@ -26,6 +26,8 @@ export interface ConsulCall {
 
 /** Largest answer read (a catalog of many services is a few MB; parsing more would hold the event loop). */
 const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+/** Codes of Node's TLS errors: a certificate not trusted, expired, for another name; a handshake refused. */
+const TLS_CODE = /^(?:ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)|CERT/;
 
 /**
  * Consul's HTTP API for one cluster: the ACL token on every request (`X-Consul-Token`), the
@@ -142,7 +144,9 @@ export class ConsulHttp {
       if (call.signal?.aborted) throw new ConsulRequestError('consul-closed', this.clusterId, what, 'closed', undefined, { cause: err });
       if (timeout.aborted) throw new ConsulRequestError('consul-timeout', this.clusterId, what, `no answer from ${host}:${endpoint.port} within ${timeoutMs} ms`, undefined, { cause: err });
       const code = (err as { code?: string }).code;
-      throw new ConsulRequestError('consul-unreachable', this.clusterId, what, `${host}:${endpoint.port}: ${code ?? (err as Error).message}`, undefined, { cause: err });
+      // A certificate refused says why in its message ("unable to verify the first certificate").
+      const reason = code === undefined ? (err as Error).message : TLS_CODE.test(code) ? `${code} (${(err as Error).message})` : code;
+      throw new ConsulRequestError('consul-unreachable', this.clusterId, what, `${host}:${endpoint.port}: ${reason}`, undefined, { cause: err });
     }
     if (status >= 400) {
       const detail = `${status} ${text.trim().slice(0, 300) || 'no message'}`;

@@ -5,7 +5,7 @@ import { DEFAULT_INSTANCE_CLUSTER, MARK_ORIGIN, MARK_PATH, MARK_TASK, instanceId
  * How regsync's instances map onto Consul's service entries, and back. Pure: no I/O.
  *
  * Consul meta keys allow only letters, digits, `_` and `-` (at most 128 characters, 64 pairs,
- * values of at most 512, no `consul-` prefix). regsync's marks and fields get readable keys of
+ * values of at most 512 bytes, no `consul-` prefix). regsync's marks and fields get readable keys of
  * their own ({@link MARK_META}, {@link FIELD_META}); every other metadata key that Consul would refuse
  * (a dot, a colon, a slash...), or that would be mistaken for one of those, is written encoded:
  * `__` then the key with each character other than a letter or digit as `_XX` per UTF-8 byte
@@ -121,8 +121,10 @@ export function instanceOfEntry(entry: ConsulHealthEntry, includeWarning: boolea
     metadata[decodeMetaKey(key)] = String(value);
   }
   const tags = (svc.Tags ?? []).map(String);
-  // nacos-sync carries metadata, its marks included, as key=value tags.
-  for (const tag of tags) {
+  // nacos-sync carries metadata, its marks included, as key=value tags; regsync's copies keep theirs
+  // in meta, and their tags are only the ones asked for (so a copy reads back as written).
+  const ownCopy = meta[EXTERNAL_SOURCE] === EXTERNAL_SOURCE_REGSYNC;
+  for (const tag of ownCopy ? [] : tags) {
     const eq = tag.indexOf('=');
     if (eq > 0 && tag.indexOf('=', eq + 1) < 0 && !Object.hasOwn(metadata, tag.slice(0, eq))) metadata[tag.slice(0, eq)] = tag.slice(eq + 1);
   }
@@ -173,7 +175,8 @@ export function registrationOf(name: string, instance: Instance, at: CopyNode): 
     }
     const encoded = encodeMetaKey(key);
     if (encoded.length > MAX_META_KEY) return `metadata key ${JSON.stringify(key.slice(0, 64))} is longer than Consul's ${MAX_META_KEY} characters once encoded`;
-    if (value.length > MAX_META_VALUE) return `metadata ${JSON.stringify(key.slice(0, 64))} has a value longer than Consul's ${MAX_META_VALUE} characters`;
+    // Consul counts the value's UTF-8 bytes (Go's len).
+    if (Buffer.byteLength(value, 'utf8') > MAX_META_VALUE) return `metadata ${JSON.stringify(key.slice(0, 64))} has a value longer than Consul's ${MAX_META_VALUE} bytes`;
     meta[encoded] = value;
   }
   const integral = Number.isInteger(instance.weight) && instance.weight >= 1 && instance.weight <= 65535;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { createServer as createHttpsServer } from 'node:https';
 
 /** A health check's state, as Consul spells it. */
 export type ConsulHealth = 'passing' | 'warning' | 'critical';
@@ -76,10 +77,15 @@ export interface ConsulServerOptions {
   tokens?: Record<string, ConsulTokenPolicy>;
   /** First index of the store (default 10). */
   startIndex?: number;
+  /**
+   * Answer over HTTPS only, with this certificate and key (PEM text, e.g. from `makeCertificates`
+   * in `redis-tls.ts`), as an agent with `tls.https` does; absent: plain HTTP.
+   */
+  tls?: { key: string; cert: string };
 }
 
 /**
- * A Consul agent + server for tests, on 127.0.0.1 over plain HTTP, speaking the parts of the
+ * A Consul agent + server for tests, on 127.0.0.1 over plain HTTP (HTTPS with `tls`), speaking the parts of the
  * HTTP API (v1) that regsync's adapter and the npm `consul` client use, with Consul's own rules:
  *
  * - catalog: `PUT /v1/catalog/register` and `/deregister` (nodes, services, checks; `SkipNodeUpdate`;
@@ -110,7 +116,8 @@ export interface ConsulServerOptions {
  * backwards (a snapshot restore), stop answering and come back on the same port, and list requests.
  *
  * Deliberately left out: script, HTTP, TCP and gRPC checks never run (they keep the status given,
- * else critical), `filter=` expressions, `near`, KV, sessions, Connect, jitter on `wait`, TLS.
+ * else critical), `filter=` expressions, `near`, KV, sessions, Connect, jitter on `wait`, client
+ * certificate checks.
  */
 export interface ConsulServer {
   /** `127.0.0.1:<port>`. */
@@ -697,7 +704,12 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
     }
   };
 
-  let server: Server = createServer((req, res) => void handle(req, res));
+  const listener = (): Server =>
+    options.tls === undefined
+      ? createServer((req, res) => void handle(req, res))
+      : // An https.Server is an http.Server over TLS: every use below is common to both.
+        (createHttpsServer({ key: options.tls.key, cert: options.tls.cert }, (req, res) => void handle(req, res)) as unknown as Server);
+  let server: Server = listener();
   const track = (s: Server) =>
     s.on('connection', (socket) => {
       sockets.add(socket);
@@ -742,7 +754,7 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
     waitingQueries: () => waiters.size,
     stop: stopListening,
     async start() {
-      server = createServer((req, res) => void handle(req, res));
+      server = listener();
       track(server);
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
