@@ -3,7 +3,7 @@ import type { EurekaHttp } from './eureka-http.js';
 import { instancesDigest, type Instance } from '../../src/model/index.js';
 import { applicationsOf, instanceOfInfo, instancesOfApp, reconcileHashOf, type EurekaInfo } from './eureka-meta.js';
 
-/** Called with the applications (upper-case names) whose instances changed since the last refresh. */
+/** Called after every refresh with the applications (upper-case names) whose instances changed since the one before. */
 export type FeedListener = (changedApps: ReadonlySet<string>, appsChanged: boolean) => void;
 
 /**
@@ -121,7 +121,7 @@ export class EurekaFeed {
     }
     const after = new Set(this.appNames());
     const appsChanged = before.size !== after.size || [...after].some((a) => !before.has(a));
-    if (changed.size === 0 && !appsChanged) return;
+    // Every listener hears every round (a watch's first read waits for one), changes or not.
     for (const listener of [...this.listeners]) {
       try {
         listener(changed, appsChanged);
