@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningRegistry } from '../../src/registry/index.js';
+import { apiWithToken } from '../support/http.js';
 import { chromiumMissing, openChromium, type OpenBrowser } from '../support/browser.js';
 import { startK8sApiServer, type K8sApiServer } from '../support/k8s-api-server.js';
 import { addRegistry, persistent, startFixture, startSync, stopFixture, testLogger, type SyncFixture } from '../support/sync-fixture.js';
@@ -50,16 +51,7 @@ describe.skipIf(browserMissing)('the clusters page of the dashboard', () => {
   const pageErrors: string[] = [];
 
   /** The REST API as the admin, for checks the page does not make. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read API answers loosely
-  const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> => {
-    const res = await fetch(`${url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text === '' ? {} : JSON.parse(text) };
-  };
+  const api = apiWithToken(() => url, ADMIN_TOKEN);
   const form = () => page.locator('#add-cluster');
   const option = (name: string) => form().locator(`[data-option="${name}"]`);
   const formNotice = () => form().locator('[role=status]');

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningRegistry } from '../../src/registry/index.js';
+import { apiWithToken } from '../support/http.js';
 import { chromiumMissing, openChromium, type OpenBrowser } from '../support/browser.js';
 import { addRegistry, copiesIn, persistent, startFixture, startSync, stopFixture, testLogger, type SyncFixture } from '../support/sync-fixture.js';
 import { waitUntil } from '../support/wait-until.js';
@@ -35,16 +36,8 @@ describe.skipIf(browserMissing)("a task's page in the dashboard", () => {
   let page: Page;
   const pageErrors: string[] = [];
 
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read API answers loosely
-  const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> => {
-    const res = await fetch(`${url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text === '' ? {} : JSON.parse(text) };
-  };
+  /** The REST API as the admin, for checks the page does not make. */
+  const api = apiWithToken(() => url, TOKEN);
   const copyIps = (service: string) => copiesIn(west, service).map((i) => i.ip).sort();
   const shownIds = () => page.locator('#tasks tbody tr[data-task]').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.task));
   const editForm = () => page.locator('#edit-task');

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningRegistry } from '../../src/registry/index.js';
+import { apiWithToken } from '../support/http.js';
 import { freePort } from '../support/ports.js';
 import { addRegistry, persistent, startFixture, startSync, stopFixture, testLogger, type SyncFixture } from '../support/sync-fixture.js';
 import { chromiumMissing, openChromium, type OpenBrowser } from '../support/browser.js';
@@ -46,16 +47,7 @@ describe.skipIf(browserMissing)('the task list of the dashboard', () => {
   const pageErrors: string[] = [];
 
   /** The REST API as the admin, for checks the page does not make. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read API answers loosely
-  const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> => {
-    const res = await fetch(`${url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text === '' ? {} : JSON.parse(text) };
-  };
+  const api = apiWithToken(() => url, ADMIN_TOKEN);
   const stateOf = async (id: string): Promise<string> => (await api('GET', `/api/v1/tasks/${id}`)).body.state as string;
   const row = (id: string) => page.locator(`#tasks tr[data-task="${id}"]`);
   const shownIds = () => page.locator('#tasks tbody tr[data-task]').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.task));

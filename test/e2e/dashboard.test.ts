@@ -6,6 +6,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KINDS } from '../../adapters/kinds.js';
 import type { RunningRegistry } from '../../src/registry/index.js';
+import { apiWithToken } from '../support/http.js';
 import { chromiumMissing, openChromium, type OpenBrowser } from '../support/browser.js';
 import { waitUntil } from '../support/wait-until.js';
 import { addRegistry, copiesIn, registerNative, startFixture, startSync, stopFixture, testLogger, type NativeInstance, type SyncFixture } from '../support/sync-fixture.js';
@@ -41,15 +42,7 @@ describe.skipIf(browserMissing)('the dashboard in headless Chromium', () => {
   const pageErrors: string[] = [];
 
   /** The REST API as the admin, for checks the page does not make. */
-  const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: { error?: { message: string } } & Record<string, unknown> }> => {
-    const res = await fetch(`${url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text === '' ? {} : JSON.parse(text) };
-  };
+  const api = apiWithToken(() => url, ADMIN_TOKEN);
   const shot = (name: string) => page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
   const nav = (name: string) => page.locator('header nav').getByRole('link', { name, exact: true }).click();
 
