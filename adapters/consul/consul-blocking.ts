@@ -67,6 +67,7 @@ export class BlockingLoop {
           query: { ...this.query(), ...(this.index > 0 ? { index: String(this.index), wait: `${waitS}s` } : {}) },
           timeoutMs: Math.ceil(this.pace.waitMs + this.pace.waitMs / 16 + this.pace.requestTimeoutMs),
           signal: this.abort.signal,
+          blocking: this.index > 0,
         });
         if (this.stopped) return;
         if (answer.index === undefined) throw new ConsulRequestError('consul-bad-answer', '', `GET ${this.path}`, 'no X-Consul-Index on a blocking read');

@@ -20,10 +20,15 @@ export interface ConsulCall {
   /** Longest wait for the whole answer; default the cluster's `requestTimeoutMs`. */
   timeoutMs?: number | undefined;
   signal?: AbortSignal | undefined;
+  /** A blocking query (it may hang for its `wait`): sent over connections of its own, never queued behind reads and writes nor holding them up. */
+  blocking?: boolean | undefined;
 }
 
 /** Largest answer read (a catalog of many services is a few MB; parsing more would hold the event loop). */
 const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+
+/** Connections kept to each agent for reads and writes: the most of them in flight to one (blocking queries have connections of their own). */
+export const CONSUL_CONNECTIONS = 64;
 
 /**
  * Consul's HTTP API for one cluster: the ACL token on every request (`X-Consul-Token`), the
@@ -34,6 +39,7 @@ const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
  */
 export class ConsulHttp {
   private readonly dispatcher: Agent;
+  private readonly watchDispatcher: Agent;
   private current = 0;
 
   constructor(
@@ -49,22 +55,23 @@ export class ConsulHttp {
         throw new ConsulConfigError(clusterId, `options.${setting}`, `cannot read ${path}: ${(err as Error).message}`);
       }
     };
-    this.dispatcher = new Agent({
-      connections: 64,
-      keepAliveTimeout: 30_000,
-      connect: {
-        timeout: Math.min(o.requestTimeoutMs, 10_000),
-        ...(o.scheme === 'https'
-          ? {
-              ca: file('tlsCaFile', o.tlsCaFile),
-              cert: file('tlsCertFile', o.tlsCertFile),
-              key: file('tlsKeyFile', o.tlsKeyFile),
-              servername: o.tlsServerName,
-              rejectUnauthorized: !o.tlsSkipVerify,
-            }
-          : {}),
-      },
-    });
+    const connect = {
+      timeout: Math.min(o.requestTimeoutMs, 10_000),
+      ...(o.scheme === 'https'
+        ? {
+            ca: file('tlsCaFile', o.tlsCaFile),
+            cert: file('tlsCertFile', o.tlsCertFile),
+            key: file('tlsKeyFile', o.tlsKeyFile),
+            servername: o.tlsServerName,
+            rejectUnauthorized: !o.tlsSkipVerify,
+          }
+        : {}),
+    };
+    this.dispatcher = new Agent({ connections: CONSUL_CONNECTIONS, keepAliveTimeout: 30_000, connect });
+    // A blocking query holds its connection until the data moves or `wait` passes (HTTP/1.1, one
+    // request per connection): on the bounded pool, as many watched services as it has connections
+    // would leave none for reads and writes. Each waiting query has a connection of its own here.
+    this.watchDispatcher = new Agent({ connections: null, keepAliveTimeout: 30_000, connect });
   }
 
   /** The query parameters every read carries (datacenter, namespace, partition, stale). */
@@ -112,7 +119,7 @@ export class ConsulHttp {
     let index: number | undefined;
     try {
       const res = await request(url, {
-        dispatcher: this.dispatcher,
+        dispatcher: call.blocking === true ? this.watchDispatcher : this.dispatcher,
         method: call.method,
         headers,
         body: call.body === undefined ? undefined : JSON.stringify(call.body),
@@ -159,6 +166,6 @@ export class ConsulHttp {
   }
 
   async close(): Promise<void> {
-    await this.dispatcher.destroy();
+    await Promise.all([this.dispatcher.destroy(), this.watchDispatcher.destroy()]);
   }
 }
