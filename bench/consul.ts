@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { CONSUL_CONNECTIONS } from '../adapters/consul/consul-http.js';
 import { startRegistry } from '../src/registry/index.js';
 import { startConsulServer, type ConsulRequestRecord, type ConsulServer } from '../test/support/consul-server.js';
-import { startRedis, type RedisServer } from '../test/support/redis.js';
+import { startRedis } from '../test/support/redis.js';
 import { rawWarmupWrites } from './args.js';
 import { CopyCounter, seedSource } from './cold-sync.js';
 import type { ConsulWriteLoadInput, ConsulWriteLoadResult } from './consul-write-load.js';
@@ -59,6 +59,8 @@ export interface ConsulRawResult {
 export interface ConsulSyncResult {
   direction: 'nacos-to-consul' | 'consul-to-nacos';
   expected: number;
+  /** The warm-up sync before the measured one (another namespace and test Consul); undefined without one. */
+  warmup: { services: number; elapsedMs: number } | undefined;
   reached: number;
   /** From the task's creation until the destination held every copy. */
   elapsedMs: number;
@@ -197,10 +199,12 @@ export function seedConsul(server: ConsulServer, services: number, instances: nu
 }
 
 interface Deployment {
-  redis: RedisServer;
-  redisClient: Redis;
   regsync: RegsyncUp;
   cpu: CpuMeter;
+  /** Services of the warm-up sync before each direction (0: none). */
+  warmupServices: number;
+  /** The warm-up syncs' Consuls, kept until the phase ends (their paused tasks still name them). */
+  warmups: ConsulServer[];
 }
 
 /** Waits until `count()` reaches `expected` or the deadline passes, sampling every 20 ms; a timeline per second. */
@@ -226,6 +230,53 @@ async function until(count: () => number, expected: number, t0: number, deadline
   return { reached: n, end, firstAt, timeline };
 }
 
+/** Namespace (Nacos) and key namespace (Consul clusters) of the warm-up syncs. */
+const WARMUP = 'warmup';
+
+/**
+ * Runs regsync's code of one direction before it is measured, as the raw rounds send warm-up
+ * registrations first: `services` x `instances` through a task of its own, into (or out of) a test
+ * Consul of its own, until every copy is there; then the task is paused. Answers how long it took (ms).
+ */
+async function warmUp(
+  d: Deployment,
+  direction: ConsulSyncResult['direction'],
+  nacos: { id: string; registry: Awaited<ReturnType<typeof startRegistry>> },
+  opts: { services: number; instances: number },
+  deadlineMs: number,
+): Promise<number> {
+  const consul = await startConsulServer();
+  d.warmups.push(consul);
+  const expected = opts.services * opts.instances;
+  const id = `warm-${direction}`;
+  let counter: CopyCounter | undefined;
+  let count: () => number;
+  if (direction === 'nacos-to-consul') {
+    seedSource(nacos.registry, opts.services, opts.instances, WARMUP);
+    // Its service keys are in the warm-up namespace, as the source's.
+    await callApi(d.regsync.url, 'POST', '/api/v1/clusters', { id, kind: 'consul', endpoints: [consul.endpoint], namespace: WARMUP }, 201);
+    count = () => registered(consul.requests, 0);
+  } else {
+    seedConsul(consul, opts.services, opts.instances);
+    await callApi(d.regsync.url, 'POST', '/api/v1/clusters', { id, kind: 'consul', endpoints: [consul.endpoint], namespace: WARMUP }, 201);
+    const c = new CopyCounter(nacos.registry, expected, WARMUP);
+    counter = c;
+    count = () => c.total;
+  }
+  const t0 = performance.now();
+  try {
+    const task = direction === 'nacos-to-consul' ? { source: nacos.id, destination: id } : { source: id, destination: nacos.id };
+    await callApi(d.regsync.url, 'POST', '/api/v1/tasks', { id, ...task, service: '*', namespace: WARMUP }, 201);
+    const run = await until(count, expected, t0, deadlineMs, () => {}, 'warm-up');
+    if (run.reached < expected) throw new Error(`warm-up ${direction}: ${run.reached} of ${expected} copies after ${deadlineMs} ms`);
+  } finally {
+    counter?.close();
+  }
+  const elapsed = performance.now() - t0;
+  await callApi(d.regsync.url, 'POST', `/api/v1/tasks/${id}/pause`, undefined, 200);
+  return elapsed;
+}
+
 /** Nacos A -> Consul A: seeded Nacos, fresh Consul, one `*` task. */
 async function syncToConsul(d: Deployment, opts: { services: number; instances: number }, deadlineMs: number, progress: (line: string) => void): Promise<ConsulSyncResult> {
   const expected = opts.services * opts.instances;
@@ -236,6 +287,7 @@ async function syncToConsul(d: Deployment, opts: { services: number; instances: 
     seedSource(nacos, opts.services, opts.instances);
     await callApi(d.regsync.url, 'POST', '/api/v1/clusters', { id: 'nacos-a', kind: 'nacos', endpoints: [nacos.endpoint] }, 201);
     await callApi(d.regsync.url, 'POST', '/api/v1/clusters', { id: 'consul-a', kind: 'consul', endpoints: [consul.endpoint] }, 201);
+    const warmupMs = d.warmupServices > 0 ? await warmUp(d, 'nacos-to-consul', { id: 'nacos-a', registry: nacos }, { services: d.warmupServices, instances: opts.instances }, deadlineMs) : undefined;
     const from = consul.requests.length;
     // Counted incrementally: a successful registration is a copy stored (checked against the node's services at the end).
     let scanned = from;
@@ -260,6 +312,7 @@ async function syncToConsul(d: Deployment, opts: { services: number; instances: 
     return {
       direction: 'nacos-to-consul',
       expected,
+      warmup: warmupMs === undefined ? undefined : { services: d.warmupServices, elapsedMs: warmupMs },
       reached,
       elapsedMs,
       copiesPerSecond: reached / (elapsedMs / 1000),
@@ -292,6 +345,7 @@ async function syncToNacos(d: Deployment, opts: { services: number; instances: n
     seedConsul(consul, opts.services, opts.instances);
     await callApi(d.regsync.url, 'POST', '/api/v1/clusters', { id: 'consul-b', kind: 'consul', endpoints: [consul.endpoint] }, 201);
     await callApi(d.regsync.url, 'POST', '/api/v1/clusters', { id: 'nacos-b', kind: 'nacos', endpoints: [nacos.endpoint] }, 201);
+    const warmupMs = d.warmupServices > 0 ? await warmUp(d, 'consul-to-nacos', { id: 'nacos-b', registry: nacos }, { services: d.warmupServices, instances: opts.instances }, deadlineMs) : undefined;
     const from = consul.requests.length;
     nacosRequests.open();
     await d.cpu.start();
@@ -309,6 +363,7 @@ async function syncToNacos(d: Deployment, opts: { services: number; instances: n
     return {
       direction: 'consul-to-nacos',
       expected,
+      warmup: warmupMs === undefined ? undefined : { services: d.warmupServices, elapsedMs: warmupMs },
       reached: counter.total,
       elapsedMs,
       copiesPerSecond: counter.total / (elapsedMs / 1000),
@@ -333,7 +388,7 @@ async function syncToNacos(d: Deployment, opts: { services: number; instances: n
 
 /** The Consul phase: raw rate, then each direction after a raw round of its own. */
 export async function measureConsul(
-  opts: { services: number; instances: number; nacosConcurrency: number; profileDir: string | undefined; nodeFlags: string[] },
+  opts: { services: number; instances: number; warmupServices: number; nacosConcurrency: number; profileDir: string | undefined; nodeFlags: string[] },
   deadlineMs: number,
   progress: (line: string) => void,
 ): Promise<ConsulBenchResult> {
@@ -350,10 +405,11 @@ export async function measureConsul(
   const redisClient = new Redis(redis.url, { maxRetriesPerRequest: 1 });
   redisClient.on('error', () => {});
   let regsync: RegsyncUp | undefined;
+  const warmups: ConsulServer[] = [];
   try {
     regsync = await startRegsyncUp({ redisUrl: redis.url, logDir: join(repoRoot(), 'dist', 'bench-logs'), profileDir: opts.profileDir, nodeFlags: opts.nodeFlags });
     const up = regsync;
-    const d: Deployment = { redis, redisClient, regsync: up, cpu: new CpuMeter(() => up.proc.pid, redisClient) };
+    const d: Deployment = { regsync: up, cpu: new CpuMeter(() => up.proc.pid, redisClient), warmupServices: opts.warmupServices, warmups };
 
     const before = await raw('before Nacos -> Consul');
     progress(`consul: Nacos -> Consul, ${opts.services.toLocaleString('en-US')} services x ${opts.instances} instances`);
@@ -389,6 +445,7 @@ export async function measureConsul(
       const profileDir = regsync.profileDir;
       result.regsync = { logFile: regsync.logFile, logProblems: logProblems(regsync.output()), profile: profileDir === undefined ? undefined : profileFiles(profileDir).map((f) => summarizeProfile(f, 20)) };
     }
+    await Promise.all(warmups.map((w) => w.close()));
     redisClient.disconnect();
     await redis.cleanup();
   }

@@ -224,7 +224,7 @@ function consulLines(c: ConsulBenchResult): string[] {
   for (const x of [c.toConsul, c.toNacos]) {
     if (x === undefined) continue;
     out.push(
-      `  (K ${x.direction}) task created (POST answered) after ${millis(x.taskCreatedMs)}, first copy after ${x.firstCopyMs === undefined ? 'n/a' : millis(x.firstCopyMs)}; ${x.writesPerCopy.toFixed(2)} writes per copy`,
+      `  (K ${x.direction}) ${x.warmup ? `after a warm-up sync of ${int(x.warmup.services)} services (${seconds(x.warmup.elapsedMs)}): ` : ''}task created (POST answered) after ${millis(x.taskCreatedMs)}, first copy after ${x.firstCopyMs === undefined ? 'n/a' : millis(x.firstCopyMs)}; ${x.writesPerCopy.toFixed(2)} writes per copy`,
       `      CPU: ${cpuLine(x.cpu)}`,
       `      requests to Consul: ${counts(x.requestsToConsul)}`,
       `      requests to Nacos: ${requestsLine(x.requestsToNacos)}`,

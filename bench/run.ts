@@ -1,7 +1,7 @@
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { parseBenchArgs, UsageError, USAGE, type BenchArgs } from './args.js';
+import { parseBenchArgs, rawWarmupWrites, UsageError, USAGE, type BenchArgs } from './args.js';
 import { startBackends, type BenchBackends } from './backends.js';
 import { measureColdSync, type ColdSyncDeps, type ColdSyncPair, type ColdSyncResult } from './cold-sync.js';
 import { measureZooKeeperColdSync } from './zookeeper-cold-sync.js';
@@ -98,7 +98,15 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
       progress(`consul: ${args.consulServices.toLocaleString('en-US')} services x ${args.consulInstances} instances, Nacos -> Consul and Consul -> Nacos, its own redis-server and registries`);
       try {
         result.consul = await measureConsul(
-          { services: args.consulServices, instances: args.consulInstances, nacosConcurrency: args.concurrency, profileDir: args.profileDir, nodeFlags: args.regsyncNodeFlags },
+          {
+            services: args.consulServices,
+            instances: args.consulInstances,
+            // As many copies as the raw rounds' warm-up registrations.
+            warmupServices: Math.max(1, Math.round(rawWarmupWrites(args.consulServices * args.consulInstances) / args.consulInstances)),
+            nacosConcurrency: args.concurrency,
+            profileDir: args.profileDir,
+            nodeFlags: args.regsyncNodeFlags,
+          },
           phaseMs,
           progress,
         );
