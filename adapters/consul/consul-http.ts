@@ -70,7 +70,10 @@ export class ConsulHttp {
     this.dispatcher = new Agent({ connections: CONSUL_CONNECTIONS, keepAliveTimeout: 30_000, connect });
     // A blocking query holds its connection until the data moves or `wait` passes (HTTP/1.1, one
     // request per connection): on the bounded pool, as many watched services as it has connections
-    // would leave none for reads and writes. Each waiting query has a connection of its own here.
+    // would leave none for reads and writes. Each waiting query has a connection of its own here,
+    // as with Go's HTTP client (consul-k8s, consul-template): a Consul agent accepts at most
+    // `limits.http_max_conns_per_client` (default 200) from one address, so watching more services
+    // than that through one agent needs the limit raised.
     this.watchDispatcher = new Agent({ connections: null, keepAliveTimeout: 30_000, connect });
   }
 
