@@ -56,6 +56,8 @@ export interface BenchArgs {
   /** Services and instances per service of the Consul phase (cold sync each way). */
   consulServices: number;
   consulInstances: number;
+  /** Services of the warm-up sync before each direction of the Consul phase (0: none). */
+  consulWarmupServices: number;
   /** Phases to run (default all). */
   only: Phase[];
   json: boolean;
@@ -120,6 +122,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --consul-services <n>  services of the Consul phase's cold syncs, Nacos -> Consul and
                       Consul -> Nacos (default 1000; --quick 100)
   --consul-instances <n> instances per service there (default 5)
+  --consul-warmup <n> services of a warm-up sync before each direction (default: as many copies
+                      as the raw rounds' warm-up registrations; 0 skips)
   --only <list>       phases to run, comma separated: raw,cold,latency,zk,rest,grpc-latency,
                       grpc-cold,dns,consul,shards (default all)
   --profile           write a CPU profile of the regsync process (node --cpu-prof) and print
@@ -191,6 +195,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
         'dns-changes': { type: 'string' },
         'consul-services': { type: 'string' },
         'consul-instances': { type: 'string' },
+        'consul-warmup': { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -249,6 +254,8 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
     dnsChanges: positiveInt('dns-changes', v['dns-changes'], quick ? 5 : 20),
     consulServices,
     consulInstances,
+    consulWarmupServices:
+      v['consul-warmup'] === '0' ? 0 : positiveInt('consul-warmup', v['consul-warmup'], Math.max(1, Math.round(rawWarmupWrites(consulServices * consulInstances) / consulInstances))),
     only: PHASES.filter((p) => only.includes(p)),
     json: v.json ?? false,
     quick,

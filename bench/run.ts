@@ -1,7 +1,7 @@
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { parseBenchArgs, rawWarmupWrites, UsageError, USAGE, type BenchArgs } from './args.js';
+import { parseBenchArgs, UsageError, USAGE, type BenchArgs } from './args.js';
 import { startBackends, type BenchBackends } from './backends.js';
 import { measureColdSync, type ColdSyncDeps, type ColdSyncPair, type ColdSyncResult } from './cold-sync.js';
 import { measureZooKeeperColdSync } from './zookeeper-cold-sync.js';
@@ -101,8 +101,7 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
           {
             services: args.consulServices,
             instances: args.consulInstances,
-            // As many copies as the raw rounds' warm-up registrations.
-            warmupServices: Math.max(1, Math.round(rawWarmupWrites(args.consulServices * args.consulInstances) / args.consulInstances)),
+            warmupServices: args.consulWarmupServices,
             nacosConcurrency: args.concurrency,
             profileDir: args.profileDir,
             nodeFlags: args.regsyncNodeFlags,
