@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 
 /** The phases of a run, in the order they run. */
-export const PHASES = ['raw', 'cold', 'latency', 'zk', 'rest', 'grpc-latency', 'grpc-cold', 'dns', 'shards'] as const;
+export const PHASES = ['raw', 'cold', 'latency', 'zk', 'rest', 'grpc-latency', 'grpc-cold', 'dns', 'consul', 'shards'] as const;
 export type Phase = (typeof PHASES)[number];
 
 /** What one run measures and how hard it pushes. */
@@ -53,6 +53,11 @@ export interface BenchArgs {
   dnsConcurrency: number;
   /** Registry changes timed until the DNS index serves them. */
   dnsChanges: number;
+  /** Services and instances per service of the Consul phase (cold sync each way). */
+  consulServices: number;
+  consulInstances: number;
+  /** Services of the warm-up sync before each direction of the Consul phase (0: none). */
+  consulWarmupServices: number;
   /** Phases to run (default all). */
   only: Phase[];
   json: boolean;
@@ -114,8 +119,13 @@ export const USAGE = `usage: npm run bench -- [options]
                       (default 5; --quick 2)
   --dns-concurrency <n>  DNS queries in flight (default 32)
   --dns-changes <n>   registry changes timed until the DNS index serves them (default 20; --quick 5)
+  --consul-services <n>  services of the Consul phase's cold syncs, Nacos -> Consul and
+                      Consul -> Nacos (default 1000; --quick 100)
+  --consul-instances <n> instances per service there (default 5)
+  --consul-warmup <n> services of a warm-up sync before each direction (default: as many copies
+                      as the raw rounds' warm-up registrations; 0 skips)
   --only <list>       phases to run, comma separated: raw,cold,latency,zk,rest,grpc-latency,
-                      grpc-cold,dns,shards (default all)
+                      grpc-cold,dns,consul,shards (default all)
   --profile           write a CPU profile of the regsync process (node --cpu-prof) and print
                       where its time went; best with --only (one phase per profile)
   --profile-dir <dir> where the profile goes (default dist/bench-profiles; implies --profile)
@@ -183,6 +193,9 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
         'dns-seconds': { type: 'string' },
         'dns-concurrency': { type: 'string' },
         'dns-changes': { type: 'string' },
+        'consul-services': { type: 'string' },
+        'consul-instances': { type: 'string' },
+        'consul-warmup': { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -209,6 +222,9 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
   const restProtocols = (v['rest-protocols'] ?? 'v1,grpc').split(',').map((x) => x.trim());
   for (const x of restProtocols) if (x !== 'v1' && x !== 'grpc') throw new UsageError(`--rest-protocols: unknown protocol "${x}" (expected v1, grpc)`);
   const mergeWindows = (v['merge-windows'] ?? (quick ? '500' : '500,20')).split(',').map((x) => positiveInt('merge-windows', x.trim(), 500));
+  const consulServices = positiveInt('consul-services', v['consul-services'], quick ? 100 : 1_000);
+  const consulInstances = positiveInt('consul-instances', v['consul-instances'], 5);
+  if (consulServices * consulInstances > 1 << 22) throw new UsageError('--consul-services x --consul-instances must stay below 4 million');
   if (services * instances > 16_000_000) throw new UsageError('--services x --instances must stay below 16 million (one 10.x.y.z address each)');
   return {
     services,
@@ -236,6 +252,10 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
     dnsSeconds: positiveInt('dns-seconds', v['dns-seconds'], quick ? 2 : 5),
     dnsConcurrency: positiveInt('dns-concurrency', v['dns-concurrency'], 32),
     dnsChanges: positiveInt('dns-changes', v['dns-changes'], quick ? 5 : 20),
+    consulServices,
+    consulInstances,
+    consulWarmupServices:
+      v['consul-warmup'] === '0' ? 0 : positiveInt('consul-warmup', v['consul-warmup'], Math.max(1, Math.round(rawWarmupWrites(consulServices * consulInstances) / consulInstances))),
     only: PHASES.filter((p) => only.includes(p)),
     json: v.json ?? false,
     quick,

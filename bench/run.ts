@@ -15,6 +15,7 @@ import { callApi, logProblems, QueueSampler, repoRoot, startRegsyncUp, type Regs
 import { grpcProfiles, measureAtRest, measureGrpcCold, measureGrpcLatency } from './grpc.js';
 import { measureSharded } from './sharded.js';
 import { measureDns } from './dns.js';
+import { measureConsul } from './consul.js';
 
 /*
  * `npm run bench`: the measurements of regsync's performance on this machine, bounded in time.
@@ -65,6 +66,7 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
     grpcLatency: undefined,
     grpcCold: undefined,
     dns: undefined,
+    consul: undefined,
     shards: undefined,
     regsync: undefined,
     errors: [],
@@ -92,6 +94,26 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
       }
     }
     await runGrpcPhases(args, result, phaseMs);
+    if (args.only.includes('consul')) {
+      progress(`consul: ${args.consulServices.toLocaleString('en-US')} services x ${args.consulInstances} instances, Nacos -> Consul and Consul -> Nacos, its own redis-server and registries`);
+      try {
+        result.consul = await measureConsul(
+          {
+            services: args.consulServices,
+            instances: args.consulInstances,
+            warmupServices: args.consulWarmupServices,
+            nacosConcurrency: args.concurrency,
+            profileDir: args.profileDir,
+            nodeFlags: args.regsyncNodeFlags,
+          },
+          phaseMs,
+          progress,
+        );
+        for (const e of result.consul.errors) result.errors.push(`consul phase: ${e}`);
+      } catch (err) {
+        result.errors.push(`consul phase: ${describe(err)}`);
+      }
+    }
     if (args.only.includes('shards')) {
       const n = args.shardServices.toLocaleString('en-US');
       progress(`(5) sharded sync: ${n} services x 1 instance over ${SHARD_WORKERS} workers (${SHARD_COUNT} shards, ${SHARD_REPLICAS} replicas), its own redis-server and registries`);

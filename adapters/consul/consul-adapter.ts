@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { ApplyPlan, RegistryAdapter, Unsubscribe, WatchEvent } from '../../src/model/adapter.js';
+import type { ApplyPlan, RegistryAdapter, Unsubscribe, WatchEvent, WatchOptions } from '../../src/model/adapter.js';
 import { instanceId, instancesDigest, serviceKeyString, type ClusterSpec, type Instance, type ServiceKey } from '../../src/model/index.js';
 import { ConsulApplyError, type ConsulWriteFailure } from './consul-apply-error.js';
 import { BlockingLoop, BlockingSlots, type BlockingPace } from './consul-blocking.js';
@@ -132,7 +132,14 @@ export class ConsulAdapter implements RegistryAdapter {
     this.open(`GET ${path}`);
     if (!this.inScope(service) || this.ignored.has(service.name)) return [];
     const answer = await this.http.call({ method: 'GET', path, query: this.http.readQuery() });
-    return this.instancesOf(service, answer);
+    const instances = this.instancesOf(service, answer);
+    // A watch waiting for this read blocks on its index (see `watch`).
+    const feed = this.feeds.get(serviceKeyString(service));
+    if (feed !== undefined && feed.last === undefined && answer.index !== undefined && feed.loop.seed(answer.index)) {
+      feed.last = instances;
+      feed.digest = instancesDigest(instances);
+    }
+    return instances;
   }
 
   /** The instances of an answer of `health/service`; remembers where each lives and what was skipped. */
@@ -171,7 +178,13 @@ export class ConsulAdapter implements RegistryAdapter {
     return this.issues.get(serviceKeyString(service)) ?? [];
   }
 
-  watch(service: ServiceKey, onChange: (event?: WatchEvent) => void): Unsubscribe {
+  /**
+   * With `readFollows` (the engine's reconcile reads the service here next), a new blocking loop
+   * waits up to `requestTimeoutMs` for that read and blocks on its index, rather than reading the
+   * same entries once more: a cold sync of a `*` task then reads each service once, not twice. Without
+   * that read in time it reads by itself, and hands that read over as the first one.
+   */
+  watch(service: ServiceKey, onChange: (event?: WatchEvent) => void, options?: WatchOptions): Unsubscribe {
     const path = `/v1/health/service/${encodeURIComponent(service.name)}`;
     this.open(`watch ${path}`);
     if (!this.inScope(service) || this.ignored.has(service.name)) return () => {};
@@ -187,6 +200,7 @@ export class ConsulAdapter implements RegistryAdapter {
         this.pace,
         (answer) => this.feedAnswer(service, created, answer),
         (err) => this.log.debug({ err, service: key }, 'consul watch failed; retrying'),
+        options?.readFollows === true ? this.config.options.requestTimeoutMs : 0,
       );
       this.feeds.set(key, created);
       feed = created;

@@ -48,7 +48,10 @@ const FIRST_BACKOFF_MS = 100;
  *   changes all the time from costing a query per change;
  * - failures back off from 100 ms, doubling to `backoffMaxMs`;
  * - an answer is not proof of change: `onAnswer` gets every answer and compares;
- * - without one of the adapter's {@link BlockingSlots}, it reads every `pollIntervalMs` instead.
+ * - without one of the adapter's {@link BlockingSlots}, it reads every `pollIntervalMs` instead;
+ * - with `holdMs`, the loop first waits up to that long for {@link seed}: a read of the same data
+ *   made elsewhere (the reconcile's) gives the index to block on, and the loop's own first read,
+ *   the same request again, is saved; without a seed it reads as usual once the hold is over.
  */
 export class BlockingLoop {
   private index = 0;
@@ -58,6 +61,7 @@ export class BlockingLoop {
   private lastRefill = Date.now();
   private wake: (() => void) | undefined;
   private slot = false;
+  private started = false;
 
   constructor(
     private readonly http: ConsulHttp,
@@ -68,8 +72,22 @@ export class BlockingLoop {
     /** Every answer, changed or not. */
     private readonly onAnswer: (answer: ConsulAnswer) => void,
     private readonly onError: (err: unknown) => void,
+    private readonly holdMs = 0,
   ) {
     void this.run();
+  }
+
+  /**
+   * Starts the loop from `index`, the `X-Consul-Index` of a read of the same path and query answered
+   * just now, instead of reading once more: its first query waits for a change past that read.
+   * Answers false (and changes nothing) once the loop has sent its first query.
+   */
+  seed(index: number): boolean {
+    if (this.started || this.stopped || !Number.isInteger(index) || index < 1) return false;
+    this.index = index;
+    this.started = true;
+    this.wake?.();
+    return true;
   }
 
   stop(): void {
@@ -84,6 +102,8 @@ export class BlockingLoop {
   private async run(): Promise<void> {
     let backoff = FIRST_BACKOFF_MS;
     let polled = false;
+    if (this.holdMs > 0) await this.sleep(this.holdMs);
+    this.started = true;
     while (!this.stopped) {
       if (!this.slot) this.slot = this.slots.tryTake();
       if (polled && !this.slot) await this.sleep(this.pace.pollIntervalMs);

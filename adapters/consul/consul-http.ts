@@ -29,6 +29,9 @@ const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 /** Codes of Node's TLS errors: a certificate not trusted, expired, for another name; a handshake refused. */
 const TLS_CODE = /^(?:ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)|CERT/;
 
+/** Connections kept to each agent for reads and writes: the most of them in flight to one (blocking queries have connections of their own). */
+export const CONSUL_CONNECTIONS = 64;
+
 /**
  * Consul's HTTP API for one cluster: the ACL token on every request (`X-Consul-Token`), the
  * datacenter, Enterprise namespace and partition only when configured, TLS as configured, and
@@ -66,8 +69,10 @@ export class ConsulHttp {
           }
         : {}),
     };
-    this.dispatcher = new Agent({ connections: 64, keepAliveTimeout: 30_000, connect });
-    // One connection per blocking query at most (each holds its connection while it waits).
+    this.dispatcher = new Agent({ connections: CONSUL_CONNECTIONS, keepAliveTimeout: 30_000, connect });
+    // A blocking query holds its connection until the data moves or `wait` passes (HTTP/1.1, one
+    // request per connection): each has one of its own here, up to maxBlockingQueries (a Consul
+    // agent accepts at most `limits.http_max_conns_per_client`, default 200, from one address).
     this.blockingDispatcher = new Agent({ connections: Math.max(1, o.maxBlockingQueries), keepAliveTimeout: 30_000, connect });
   }
 

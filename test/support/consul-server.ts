@@ -205,11 +205,17 @@ interface NodeEntry {
   node: ConsulNode;
   services: Map<string, ConsulService>;
   checks: Map<string, ConsulCheck>;
+  /** Check ids by the service id they belong to (`''`: the node's own checks). */
+  checksOf: Map<string, Set<string>>;
+  /** When each check id entered `checks`: their order there, so that a service's checks merge with the node's in it. */
+  checkOrder: Map<string, number>;
 }
 
 interface Waiter {
   ready(): boolean;
   answer(): void;
+  /** The service whose index the query waits on; undefined for the service list. */
+  service: string | undefined;
 }
 
 interface TtlTimer {
@@ -227,14 +233,96 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
   /** service name -> last index a write touched it. */
   const serviceIndex = new Map<string, number>();
   let servicesTableIndex = raft;
+  /**
+   * service name -> node name -> ids of that node's services of that name, in the node's order:
+   * a read of one service visits only the nodes that hold it, not every service of every node.
+   */
+  const byName = new Map<string, Map<string, Set<string>>>();
+  let checkSeq = 0;
   const waiters = new Set<Waiter>();
+  /**
+   * Waiting queries by what moves their index, so that a write asks only the queries it may answer:
+   * a service's own index; the services table's for the list and for services never written yet
+   * (their index is the table's), in `onTable`.
+   */
+  const waitersOf = new Map<string, Set<Waiter>>();
+  const onTable = new Set<Waiter>();
+  /** What writes moved since the last wake. */
+  const touched = new Set<string>();
+  let tableTouched = false;
+  let allTouched = false;
   const ttls = new Map<string, TtlTimer>();
   const requests: ConsulRequestRecord[] = [];
   const sockets = new Set<Socket>();
 
   const bump = (): number => (raft += 1);
+  const setServiceIndex = (name: string, index: number): void => {
+    serviceIndex.set(name, index);
+    touched.add(name);
+  };
+  const setTableIndex = (index: number): void => {
+    servicesTableIndex = index;
+    tableTouched = true;
+  };
+  const addWaiter = (w: Waiter): void => {
+    waiters.add(w);
+    if (w.service === undefined || !serviceIndex.has(w.service)) onTable.add(w);
+    if (w.service !== undefined) {
+      let set = waitersOf.get(w.service);
+      if (set === undefined) waitersOf.set(w.service, (set = new Set()));
+      set.add(w);
+    }
+  };
+  const removeWaiter = (w: Waiter): void => {
+    waiters.delete(w);
+    onTable.delete(w);
+    if (w.service === undefined) return;
+    const set = waitersOf.get(w.service);
+    set?.delete(w);
+    if (set?.size === 0) waitersOf.delete(w.service);
+  };
+  /** Answers the waiting queries whose index moved: only those a write since the last wake touched can have. */
   const wake = (): void => {
-    for (const w of [...waiters]) if (w.ready()) w.answer();
+    const asked = new Set<Waiter>();
+    if (allTouched) for (const w of waiters) asked.add(w);
+    else {
+      for (const name of touched) for (const w of waitersOf.get(name) ?? []) asked.add(w);
+      if (tableTouched) for (const w of onTable) asked.add(w);
+    }
+    touched.clear();
+    tableTouched = false;
+    allTouched = false;
+    for (const w of asked) {
+      // A service written for the first time has an index of its own from now on.
+      if (w.service !== undefined && serviceIndex.has(w.service)) onTable.delete(w);
+      if (waiters.has(w) && w.ready()) w.answer();
+    }
+  };
+
+  const indexService = (entry: NodeEntry, id: string, name: string): void => {
+    let onNodes = byName.get(name);
+    if (onNodes === undefined) byName.set(name, (onNodes = new Map()));
+    let ids = onNodes.get(entry.node.Node);
+    if (ids === undefined) onNodes.set(entry.node.Node, (ids = new Set()));
+    ids.add(id);
+  };
+  const unindexService = (entry: NodeEntry, id: string, name: string): void => {
+    const onNodes = byName.get(name);
+    const ids = onNodes?.get(entry.node.Node);
+    if (onNodes === undefined || ids === undefined) return;
+    ids.delete(id);
+    if (ids.size === 0) onNodes.delete(entry.node.Node);
+    if (onNodes.size === 0) byName.delete(name);
+  };
+  const indexCheck = (entry: NodeEntry, checkId: string, serviceId: string): void => {
+    let ids = entry.checksOf.get(serviceId);
+    if (ids === undefined) entry.checksOf.set(serviceId, (ids = new Set()));
+    ids.add(checkId);
+  };
+  const unindexCheck = (entry: NodeEntry, checkId: string, serviceId: string): void => {
+    const ids = entry.checksOf.get(serviceId);
+    ids?.delete(checkId);
+    if (ids?.size === 0) entry.checksOf.delete(serviceId);
   };
 
   const ensureNode = (name: string, address: string | undefined, meta: Record<string, string> | undefined, skipUpdate: boolean): NodeEntry => {
@@ -256,6 +344,8 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
       node: { ID: randomUUID(), Node: name, Address: address, Datacenter: datacenter, TaggedAddresses: {}, Meta: { ...(meta ?? {}) }, CreateIndex: index, ModifyIndex: index },
       services: new Map(),
       checks: new Map(),
+      checksOf: new Map(),
+      checkOrder: new Map(),
     };
     nodes.set(name, entry);
     return entry;
@@ -276,9 +366,18 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
     if (old !== undefined && sameAs(old)) return false;
     const index = bump();
     entry.services.set(svc.ID, { ...svc, CreateIndex: old?.CreateIndex ?? index, ModifyIndex: index });
-    serviceIndex.set(svc.Service, index);
-    if (old !== undefined && old.Service !== svc.Service) serviceIndex.set(old.Service, index);
-    servicesTableIndex = index;
+    if (old === undefined) indexService(entry, svc.ID, svc.Service);
+    else if (old.Service !== svc.Service) {
+      unindexService(entry, svc.ID, old.Service);
+      // The id keeps its place among the node's services: the new name's ids follow that order.
+      const ids = new Set([...entry.services.values()].filter((s) => s.Service === svc.Service).map((s) => s.ID));
+      let onNodes = byName.get(svc.Service);
+      if (onNodes === undefined) byName.set(svc.Service, (onNodes = new Map()));
+      onNodes.set(entry.node.Node, ids);
+    }
+    setServiceIndex(svc.Service, index);
+    if (old !== undefined && old.Service !== svc.Service) setServiceIndex(old.Service, index);
+    setTableIndex(index);
     return true;
   };
 
@@ -306,8 +405,15 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
     }
     const index = bump();
     entry.checks.set(check.CheckID, { ...next, CreateIndex: old?.CreateIndex ?? index, ModifyIndex: index });
-    if (serviceName !== '') serviceIndex.set(serviceName, index);
-    else for (const svc of entry.services.values()) serviceIndex.set(svc.Service, index);
+    if (old === undefined) {
+      entry.checkOrder.set(check.CheckID, (checkSeq += 1));
+      indexCheck(entry, check.CheckID, next.ServiceID);
+    } else if (old.ServiceID !== next.ServiceID) {
+      unindexCheck(entry, check.CheckID, old.ServiceID);
+      indexCheck(entry, check.CheckID, next.ServiceID);
+    }
+    if (serviceName !== '') setServiceIndex(serviceName, index);
+    else for (const svc of entry.services.values()) setServiceIndex(svc.Service, index);
   };
 
   const removeService = (entry: NodeEntry, id: string): boolean => {
@@ -315,14 +421,15 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
     if (svc === undefined) return false;
     const index = bump();
     entry.services.delete(id);
-    for (const [checkId, check] of entry.checks) {
-      if (check.ServiceID === id) {
-        entry.checks.delete(checkId);
-        clearTtl(entry.node.Node, checkId);
-      }
+    unindexService(entry, id, svc.Service);
+    for (const checkId of entry.checksOf.get(id) ?? []) {
+      entry.checks.delete(checkId);
+      entry.checkOrder.delete(checkId);
+      clearTtl(entry.node.Node, checkId);
     }
-    serviceIndex.set(svc.Service, index);
-    servicesTableIndex = index;
+    entry.checksOf.delete(id);
+    setServiceIndex(svc.Service, index);
+    setTableIndex(index);
     return true;
   };
 
@@ -433,8 +540,10 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
       if (check !== undefined) {
         const index = bump();
         entry.checks.delete(checkId);
+        entry.checkOrder.delete(checkId);
+        unindexCheck(entry, checkId, check.ServiceID);
         clearTtl(nodeName, checkId);
-        if (check.ServiceName !== '') serviceIndex.set(check.ServiceName, index);
+        if (check.ServiceName !== '') setServiceIndex(check.ServiceName, index);
       }
     } else {
       for (const id of [...entry.services.keys()]) removeService(entry, id);
@@ -445,12 +554,23 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
     wake();
   };
 
+  /** A service's checks and its node's, in the order the node keeps its checks. */
+  const checksFor = (entry: NodeEntry, serviceId: string): ConsulCheck[] => {
+    const ids = [...(entry.checksOf.get('') ?? []), ...(entry.checksOf.get(serviceId) ?? [])];
+    if (ids.length > 1) ids.sort((a, b) => (entry.checkOrder.get(a) as number) - (entry.checkOrder.get(b) as number));
+    return ids.map((id) => entry.checks.get(id) as ConsulCheck);
+  };
+
   const healthService = (name: string, tag?: string) => {
     const out: Array<{ Node: ConsulNode; Service: ConsulService; Checks: ConsulCheck[] }> = [];
-    for (const entry of [...nodes.values()].sort((a, b) => a.node.Node.localeCompare(b.node.Node))) {
-      for (const svc of entry.services.values()) {
-        if (svc.Service !== name || (tag !== undefined && !svc.Tags.includes(tag))) continue;
-        const checks = [...entry.checks.values()].filter((c) => c.ServiceID === '' || c.ServiceID === svc.ID);
+    const onNodes = byName.get(name);
+    if (onNodes === undefined) return out;
+    for (const nodeName of [...onNodes.keys()].sort((a, b) => a.localeCompare(b))) {
+      const entry = nodes.get(nodeName) as NodeEntry;
+      for (const id of onNodes.get(nodeName) as Set<string>) {
+        const svc = entry.services.get(id) as ConsulService;
+        if (tag !== undefined && !svc.Tags.includes(tag)) continue;
+        const checks = checksFor(entry, id);
         out.push({ Node: { ...entry.node }, Service: { ...svc, Tags: [...svc.Tags], Meta: { ...svc.Meta } }, Checks: checks.map((c) => ({ ...c })) });
       }
     }
@@ -506,8 +626,9 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
   type Reply = { status: number; body: unknown; index?: number; filtered?: boolean };
 
   /**
-   * Answers a read, blocking when asked: `indexOf` is the read's index (cheap: every write asks it
-   * of every waiting query), `read` its body.
+   * Answers a read, blocking when asked: `indexOf` is the read's index (cheap: a write asks it of
+   * the waiting queries it may answer), `read` its body, `service` the service whose index it is
+   * (undefined: the services table's).
    */
   const blockingRead = (
     query: Record<string, string>,
@@ -515,6 +636,7 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
     indexOf: () => number,
     read: () => { body: unknown; filtered?: boolean },
     send: (r: Reply) => void,
+    service?: string,
   ): void => {
     const min = query.index === undefined ? 0 : Number(query.index);
     if (!Number.isFinite(min) || min < 0) throw new HttpError(400, 'Invalid index');
@@ -528,9 +650,10 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
     const finish = (): void => {
       done = true;
       clearTimeout(timer);
-      waiters.delete(waiter);
+      removeWaiter(waiter);
     };
     const waiter: Waiter = {
+      service,
       ready: () => indexOf() !== min,
       answer: () => {
         if (done) return;
@@ -539,7 +662,7 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
       },
     };
     const timer = setTimeout(() => waiter.answer(), waitMs);
-    waiters.add(waiter);
+    addWaiter(waiter);
     res.on('close', () => {
       if (!done) finish();
     });
@@ -603,7 +726,7 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
       }
       if ((m = route('GET', /^\/v1\/catalog\/service\/(.+)$/))) {
         const name = m[1] as string;
-        blockingRead(query, res, () => indexOfService(name), () => ({ body: canRead ? catalogService(name, query.tag) : [], filtered: !canRead }), send);
+        blockingRead(query, res, () => indexOfService(name), () => ({ body: canRead ? catalogService(name, query.tag) : [], filtered: !canRead }), send, name);
         return;
       }
       if ((m = route('GET', /^\/v1\/health\/service\/(.+)$/))) {
@@ -619,6 +742,7 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
             return { body: entries, filtered: !canRead };
           },
           send,
+          name,
         );
         return;
       }
@@ -749,6 +873,7 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
       raft = to;
       servicesTableIndex = Math.min(servicesTableIndex, to);
       for (const [name, index] of serviceIndex) serviceIndex.set(name, Math.min(index, to));
+      allTouched = true;
       wake();
     },
     waitingQueries: () => waiters.size,
