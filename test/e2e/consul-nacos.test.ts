@@ -1,0 +1,250 @@
+import { createHash } from 'node:crypto';
+import Consul from 'consul';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { copyServiceId } from '../../adapters/consul/index.js';
+import { MARK_ORIGIN, MARK_PATH, MARK_TASK } from '../../src/model/types.js';
+import type { RunningRegistry } from '../../src/registry/index.js';
+import { startConsulServer, type ConsulServer } from '../support/consul-server.js';
+import { scrape } from '../support/prometheus.js';
+import { addRegistry, api, copiesIn, defineClusters, defineTask, persistent, startFixture, startSync, stopFixture, type SyncFixture } from '../support/sync-fixture.js';
+import { waitUntil } from '../support/wait-until.js';
+
+/** A service's status in a task, as the API shows it. */
+interface ServiceStatus {
+  service: string;
+  sourceInstances: number;
+  destinationInstances: number;
+  lastSyncAt: string | null;
+  lagMs: number | null;
+  lastError: string | null;
+  problems: Array<{ code: string; side: string; cluster: string; message: string }>;
+  skipped?: Record<string, number>;
+}
+
+/** One entry of `health.service` as the npm client hands it over. */
+interface HealthEntry {
+  Node: { Node: string; Address: string };
+  Service: { ID: string; Service: string; Address: string; Port: number; Tags: string[]; Meta: Record<string, string> };
+  Checks: Array<{ CheckID: string; Status: string; ServiceID: string; Output: string }>;
+}
+
+/** Long enough that only a watch, never a periodic full sync, can bring a change within a test. */
+const WATCH_ONLY = { options: { fullSyncIntervalMs: 3_600_000 } };
+
+/**
+ * Consul <-> Nacos through regsync, end to end: a real regsync node on real Redis, an embedded
+ * Nacos registry, and the test Consul, which applications (and the checks below) reach with the
+ * real npm `consul` client exactly as a Consul user's code does: agent registrations with TTL
+ * checks they pass, catalog registrations, `health.service` reads with `passing`.
+ */
+describe('Consul <-> Nacos', () => {
+  let fx: SyncFixture;
+  let consulServer: ConsulServer;
+  let consul: Consul;
+  let nacos: RunningRegistry;
+  let url: string;
+
+  const status = async (task: string, name: string): Promise<ServiceStatus | undefined> =>
+    ((await api(url, 'GET', `/api/v1/tasks/${task}`)).body.status.services as ServiceStatus[]).find((s) => s.service === `public/DEFAULT_GROUP/${name}`);
+  const copyIps = (name: string) => copiesIn(nacos, name).map((i) => i.ip).sort();
+  const passing = async (name: string): Promise<HealthEntry[]> => (await consul.health.service({ service: name, passing: true })) as HealthEntry[];
+
+  beforeAll(async () => {
+    consulServer = await startConsulServer();
+    consul = new Consul({ host: '127.0.0.1', port: consulServer.port });
+    fx = await startFixture();
+    nacos = await addRegistry(fx, 'nacos');
+    url = (await startSync(fx)).url as string;
+    await defineClusters(url, fx);
+    const res = await api(url, 'POST', '/api/v1/clusters', { id: 'consul', kind: 'consul', endpoints: [consulServer.endpoint], options: { backoffMaxMs: 500 } });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+  });
+  afterAll(async () => {
+    await stopFixture(fx);
+    consul?.destroy();
+    await consulServer?.close();
+  });
+
+  it('Consul -> Nacos: an agent registration appears with its tags and meta once its TTL check passes, leaves when it goes critical or is deregistered', async () => {
+    await consul.agent.service.register({
+      name: 'web',
+      id: 'web-1',
+      address: '10.70.0.1',
+      port: 8080,
+      tags: ['v1', 'env=prod'],
+      meta: { version: '1.4.2', owner: 'team-a' },
+      check: { name: 'web alive', ttl: '10m' } as never,
+    });
+    await defineTask(url, 'c2n', 'consul', 'nacos', 'web');
+    // A TTL check starts critical: the instance is read, and skipped as unhealthy.
+    await waitUntil(async () => (await status('c2n', 'web'))?.skipped?.unhealthy === 1, { message: 'the critical instance skipped' });
+    expect(copiesIn(nacos, 'web')).toEqual([]);
+
+    await consul.agent.check.pass('service:web-1');
+    await waitUntil(() => copiesIn(nacos, 'web').length === 1, { message: 'the copy in Nacos' });
+    expect(copiesIn(nacos, 'web')[0]).toMatchObject({
+      ip: '10.70.0.1',
+      port: 8080,
+      healthy: true,
+      metadata: {
+        version: '1.4.2',
+        owner: 'team-a',
+        // key=value tags read as nacos-sync reads them, and every tag kept.
+        env: 'prod',
+        'consul.tags': 'v1,env=prod',
+        [MARK_ORIGIN]: 'consul',
+        [MARK_PATH]: 'consul',
+        [MARK_TASK]: 'c2n',
+      },
+    });
+    expect(Object.keys(copiesIn(nacos, 'web')[0]?.metadata ?? {}).sort()).toEqual(['consul.tags', 'env', 'owner', MARK_ORIGIN, MARK_PATH, MARK_TASK, 'version'].sort());
+
+    await consul.agent.check.fail('service:web-1');
+    await waitUntil(() => copiesIn(nacos, 'web').length === 0, { message: 'the copy removed once the check is critical' });
+
+    await consul.agent.check.pass('service:web-1');
+    await waitUntil(() => copiesIn(nacos, 'web').length === 1, { message: 'the copy back once the check passes again' });
+
+    await consul.agent.service.deregister('web-1');
+    await waitUntil(() => copiesIn(nacos, 'web').length === 0, { message: 'the copy removed after the deregistration' });
+    await waitUntil(async () => (await status('c2n', 'web'))?.sourceInstances === 0, { message: 'the status counts no source instance' });
+    expect((await status('c2n', 'web'))?.lastError).toBeNull();
+  });
+
+  it('Nacos -> Consul: the copy reads back through health.service with passing, on node regsync, meta encoded, and goes when deleted in Nacos', async () => {
+    nacos.store.register('public', 'DEFAULT_GROUP', 'orders', { ...persistent('10.70.1.1', { version: 'v2', 'spring.boot.version': '3.2.0', 'management.port': '9001' }), port: 9000 });
+    await defineTask(url, 'n2c', 'nacos', 'consul', 'orders');
+    const entries = await waitUntil(async () => {
+      const found = await passing('orders');
+      return found.length === 1 ? found : undefined;
+    }, { message: 'the copy passing in Consul' });
+    const entry = entries[0] as HealthEntry;
+    const id = copyServiceId('orders', { ip: '10.70.1.1', port: 9000, cluster: 'DEFAULT' });
+    expect(entry.Node.Node).toBe('regsync');
+    expect(entry.Service).toMatchObject({ ID: id, Service: 'orders', Address: '10.70.1.1', Port: 9000, Tags: [] });
+    expect(entry.Service.Meta).toEqual({
+      'external-source': 'regsync',
+      'regsync-origin': 'nacos',
+      'regsync-path': 'nacos',
+      'regsync-task': 'n2c',
+      // Consul refuses dots in meta keys: they are written encoded.
+      __spring_2Eboot_2Eversion: '3.2.0',
+      __management_2Eport: '9001',
+      version: 'v2',
+      // Persistent in Nacos: kept so that a copy back would be persistent too.
+      'regsync-ephemeral': 'false',
+    });
+    expect(entry.Checks.map((c) => ({ CheckID: c.CheckID, Status: c.Status, ServiceID: c.ServiceID }))).toEqual([{ CheckID: `regsync:${id}`, Status: 'passing', ServiceID: id }]);
+    expect(entry.Checks[0]?.Output).toBe('copied by regsync from nacos');
+    // The catalog lists the service with the regsync node, as consul-k8s lists its k8s-sync node.
+    expect(await consul.catalog.service.nodes('orders')).toMatchObject([{ Node: 'regsync', NodeMeta: { 'external-source': 'regsync' }, ServiceID: id }]);
+
+    nacos.store.deregister('public', 'DEFAULT_GROUP', 'orders', '10.70.1.1', 9000, 'DEFAULT');
+    await waitUntil(async () => (await consul.health.service('orders')).length === 0, { message: 'the copy gone from Consul' });
+    expect(await consul.catalog.service.nodes('orders')).toEqual([]);
+  });
+
+  it('a blocking query answered after a change brings a new Consul instance to Nacos (latency printed)', async () => {
+    await consul.agent.service.register({ name: 'pay', id: 'pay-1', address: '10.70.2.1', port: 7000, check: { name: 'pay alive', ttl: '10m', status: 'passing' } as never });
+    const waiting = consulServer.waitingQueries();
+    await defineTask(url, 'c2n-pay', 'consul', 'nacos', 'pay', WATCH_ONLY);
+    await waitUntil(() => copiesIn(nacos, 'pay').length === 1, { message: 'the first copy' });
+    await waitUntil(() => consulServer.waitingQueries() > waiting, { message: 'the watch of pay blocking' });
+
+    let arrived: number | undefined;
+    const onChange = () => {
+      if (arrived === undefined && copyIps('pay').includes('10.70.2.2')) arrived = performance.now();
+    };
+    nacos.store.on('change', onChange);
+    try {
+      const started = performance.now();
+      await consul.agent.service.register({ name: 'pay', id: 'pay-2', address: '10.70.2.2', port: 7000, check: { name: 'pay alive', ttl: '10m', status: 'passing' } as never });
+      await waitUntil(() => arrived !== undefined, { message: 'the new instance copied to Nacos' });
+      const task = await status('c2n-pay', 'pay');
+      console.log(`consul blocking query -> nacos: ${((arrived as number) - started).toFixed(1)} ms from the registration to the copy (engine lagMs ${task?.lagMs})`);
+    } finally {
+      nacos.store.off('change', onChange);
+    }
+    expect(copyIps('pay')).toEqual(['10.70.2.1', '10.70.2.2']);
+  });
+
+  it('a stale index (Consul restored from a snapshot: the index goes backwards) restarts the watch, and the next change arrives', async () => {
+    await consul.agent.service.register({ name: 'stale', id: 'stale-1', address: '10.70.3.1', port: 7100, check: { name: 'alive', ttl: '10m', status: 'passing' } as never });
+    const waiting = consulServer.waitingQueries();
+    await defineTask(url, 'c2n-stale', 'consul', 'nacos', 'stale', WATCH_ONLY);
+    await waitUntil(() => copiesIn(nacos, 'stale').length === 1, { message: 'the first copy' });
+    await waitUntil(() => consulServer.waitingQueries() > waiting, { message: 'the watch of stale blocking' });
+    const blocked = consulServer.waitingQueries();
+    const before = consulServer.index();
+    const seen = consulServer.requests.length;
+    const ofStale = () => consulServer.requests.slice(seen).filter((r) => r.path === '/v1/health/service/stale');
+
+    consulServer.resetIndex(3);
+    // Every waiting query is answered with a lower index; the loop starts over with a query that
+    // does not block, then blocks again, on the new index.
+    await waitUntil(() => ofStale().some((r) => !r.blocking) && consulServer.waitingQueries() >= blocked, { message: 'the watch started over and blocking again' });
+    await consul.agent.service.register({ name: 'stale', id: 'stale-2', address: '10.70.3.2', port: 7100, check: { name: 'alive', ttl: '10m', status: 'passing' } as never });
+    expect(consulServer.index()).toBeLessThan(before);
+
+    await waitUntil(() => copiesIn(nacos, 'stale').length === 2, { message: 'the change after the reset copied' });
+    expect(copyIps('stale')).toEqual(['10.70.3.1', '10.70.3.2']);
+    // The query that the change answered waited on an index of after the reset.
+    const last = ofStale().filter((r) => r.blocking).at(-1);
+    expect(Number(last?.query.index)).toBeLessThan(before);
+  });
+
+  it('nacos-sync API: /v1/cluster/add with CONSUL and /v1/task/add sync Consul -> Nacos', async () => {
+    const nacosSync = async (method: string, path: string, body?: unknown) => {
+      const res = await api(url, method, path, body);
+      expect(res.body, `${method} ${path}`).toMatchObject({ success: true, resultCode: 'SUCCESS' });
+      return res.body;
+    };
+    const md5 = (...parts: string[]) => createHash('md5').update(parts.join('_')).digest('hex');
+    expect((await nacosSync('GET', '/v1/cluster/types')).types).toContain('CONSUL');
+    await nacosSync('POST', '/v1/cluster/add', { clusterName: 'consul-dc1', clusterType: 'CONSUL', connectKeyList: [consulServer.endpoint] });
+    await nacosSync('POST', '/v1/cluster/add', { clusterName: 'nacos-bj', clusterType: 'NACOS', connectKeyList: [nacos.endpoint] });
+    const consulId = md5('consul-dc1', 'CONSUL');
+    const nacosId = md5('nacos-bj', 'NACOS');
+    expect((await nacosSync('GET', `/v1/cluster/detail?clusterId=${consulId}`)).clusterModel).toMatchObject({ clusterName: 'consul-dc1', clusterType: 'CONSUL' });
+
+    // A catalog registration, as an external service is registered in Consul.
+    await consul.catalog.register({ node: 'legacy-db-host', address: '10.70.4.9', service: { id: 'legacy-1', service: 'legacy', address: '10.70.4.1', port: 5432, tags: ['primary', 'zone=a'] } });
+    await nacosSync('POST', '/v1/task/add', { sourceClusterId: consulId, destClusterId: nacosId, serviceName: 'legacy', groupName: 'DEFAULT_GROUP' });
+    const taskId = md5('legacy', 'DEFAULT_GROUP', consulId, nacosId);
+    await waitUntil(() => copiesIn(nacos, 'legacy').length === 1, { message: 'the copy in Nacos' });
+    expect(copiesIn(nacos, 'legacy')[0]).toMatchObject({ ip: '10.70.4.1', port: 5432, metadata: { zone: 'a', 'consul.tags': 'primary,zone=a', [MARK_ORIGIN]: consulId, [MARK_TASK]: taskId } });
+    expect((await nacosSync('GET', `/v1/task/detail?taskId=${taskId}`)).taskModel).toMatchObject({ taskId, taskStatus: 'SYNC' });
+
+    await nacosSync('DELETE', `/v1/task/delete?taskId=${taskId}`);
+    await waitUntil(() => copiesIn(nacos, 'legacy').length === 0, { message: 'the copy removed with the task' });
+  });
+
+  it('Consul unreachable, then back: nothing is deleted while it is down, and what changed meanwhile arrives after', async () => {
+    for (const n of [1, 2]) {
+      await consul.agent.service.register({ name: 'cart', id: `cart-${n}`, address: `10.70.5.${n}`, port: 7200, check: { name: 'alive', ttl: '10m', status: 'passing' } as never });
+    }
+    await defineTask(url, 'c2n-cart', 'consul', 'nacos', 'cart', { options: { fullSyncIntervalMs: 1_000 } });
+    await waitUntil(() => copiesIn(nacos, 'cart').length === 2, { message: 'two copies' });
+
+    await consulServer.stop();
+    const down = await waitUntil(async () => {
+      const s = await status('c2n-cart', 'cart');
+      return s?.problems.some((p) => p.code === 'source_unreadable') ? s : undefined;
+    }, { message: 'the status says the source is unreadable' });
+    expect(down.lastError).toContain('cannot read source consul');
+    expect(down.problems).toContainEqual(expect.objectContaining({ code: 'source_unreadable', side: 'source', cluster: 'consul' }));
+    // While it is down, the state changes (on the servers, which the test writes directly).
+    consulServer.catalogDeregister({ Node: 'consul-agent-1', ServiceID: 'cart-1' });
+    consulServer.catalogRegister({ Node: 'consul-agent-1', SkipNodeUpdate: true, Service: { ID: 'cart-3', Service: 'cart', Address: '10.70.5.3', Port: 7200 } });
+    // More failed reconciles (full syncs every second), and the copies are all still there.
+    const failed = async () => (await scrape(`${url}/metrics`)).value('regsync_reconciles_total', { task: 'c2n-cart', outcome: 'failed' }) ?? 0;
+    const failedBefore = await failed();
+    await waitUntil(async () => (await failed()) >= failedBefore + 2, { message: 'two more failed reconciles' });
+    expect((await status('c2n-cart', 'cart'))?.problems.map((p) => p.code)).toEqual(['source_unreadable']);
+    expect(copyIps('cart')).toEqual(['10.70.5.1', '10.70.5.2']);
+
+    await consulServer.start();
+    await waitUntil(() => copyIps('cart').join() === '10.70.5.2,10.70.5.3', { message: 'the changes made during the outage arrive' });
+    await waitUntil(async () => (await status('c2n-cart', 'cart'))?.lastError === null, { message: 'the status clear again' });
+  });
+});
