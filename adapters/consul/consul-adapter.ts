@@ -37,7 +37,8 @@ interface ServiceFeed {
  * - Reads: `GET /v1/health/service/:name`; an instance per entry (the service's address, else its
  *   node's), healthy when every check passes (or warns, with `includeWarning`), disabled under
  *   maintenance. Tags go to the metadata key `consul.tags`; `key=value` tags also become metadata
- *   (as nacos-sync reads them) unless the meta has the key.
+ *   (as nacos-sync reads them) unless the meta has the key. A read that ACLs emptied fails
+ *   (`consul-auth-failed`): it says nothing of what Consul holds.
  * - Watches: blocking queries (see {@link BlockingLoop}); the first answer is handed over as the
  *   watch's first read, later ones call back only when the instances differ.
  * - Writes: catalog registrations on a node no agent owns (`options.nodeName`, `regsync`), as
@@ -95,6 +96,7 @@ export class ConsulAdapter implements RegistryAdapter {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new ConsulRequestError('consul-bad-answer', this.clusterId, 'GET /v1/catalog/services', 'expected an object of service names');
     }
+    if (answer.filtered && Object.keys(body).length === 0) throw this.hiddenByAcls('GET /v1/catalog/services', 'any service');
     return Object.keys(body)
       .filter((name) => !this.ignored.has(name))
       .sort();
@@ -136,6 +138,7 @@ export class ConsulAdapter implements RegistryAdapter {
     if (!Array.isArray(answer.body)) {
       throw new ConsulRequestError('consul-bad-answer', this.clusterId, `GET /v1/health/service/${service.name}`, 'expected a list of entries');
     }
+    if (answer.filtered && answer.body.length === 0) throw this.hiddenByAcls(`GET /v1/health/service/${service.name}`, `service ${service.name} or its nodes`);
     const byId = new Map<string, ReadEntry>();
     const issues: string[] = [];
     const includeWarning = this.config.options.includeWarning;
@@ -161,6 +164,16 @@ export class ConsulAdapter implements RegistryAdapter {
     if (issues.length > 0) this.issues.set(key, issues);
     else this.issues.delete(key);
     return [...byId.values()].map((r) => r.instance);
+  }
+
+  /**
+   * An answer emptied by ACLs (`X-Consul-Results-Filtered-By-ACLs`: a token without `service:read`
+   * or `node:read`, or none under default deny) says nothing of what Consul holds: it fails like a
+   * refused read, so that no copy is removed on its account and the status names the token.
+   */
+  private hiddenByAcls(request: string, what: string): ConsulRequestError {
+    const token = this.config.token === undefined ? 'the anonymous token (the cluster has none)' : "the cluster's token";
+    return new ConsulRequestError('consul-auth-failed', this.clusterId, request, `the answer is empty, filtered by ACLs: ${token} may not read ${what}`);
   }
 
   readIssues(service: ServiceKey): string[] {

@@ -41,6 +41,7 @@ describe('Consul <-> Nacos', () => {
   let fx: SyncFixture;
   let consulServer: ConsulServer;
   let consul: Consul;
+  let aclServer: ConsulServer | undefined;
   let nacos: RunningRegistry;
   let url: string;
 
@@ -63,6 +64,7 @@ describe('Consul <-> Nacos', () => {
     await stopFixture(fx);
     consul?.destroy();
     await consulServer?.close();
+    await aclServer?.close();
   });
 
   it('Consul -> Nacos: an agent registration appears with its tags and meta once its TTL check passes, leaves when it goes critical or is deregistered', async () => {
@@ -217,6 +219,49 @@ describe('Consul <-> Nacos', () => {
 
     await nacosSync('DELETE', `/v1/task/delete?taskId=${taskId}`);
     await waitUntil(() => copiesIn(nacos, 'legacy').length === 0, { message: 'the copy removed with the task' });
+  });
+
+  it('ACLs: copies written and read with the cluster\'s token; a token that may no longer read the source removes nothing and says so', async () => {
+    aclServer = await startConsulServer({ tokens: { 'regsync-token': 'write', 'app-token': 'write', 'reader-token': 'read' } });
+    const client = (token?: string) => new Consul({ host: '127.0.0.1', port: (aclServer as ConsulServer).port, ...(token === undefined ? {} : { defaults: { token } }) });
+    const [app, reader, anonymous] = [client('app-token'), client('reader-token'), client()];
+    const cluster = { kind: 'consul', endpoints: [aclServer.endpoint], options: { backoffMaxMs: 500 } };
+    try {
+      expect((await api(url, 'POST', '/api/v1/clusters', { id: 'consul-acl', ...cluster, password: 'regsync-token' })).status).toBe(201);
+
+      // Nacos -> Consul: written with the token; a reader sees the copy, the anonymous token nothing.
+      nacos.store.register('public', 'DEFAULT_GROUP', 'billing', persistent('10.70.6.1'));
+      await defineTask(url, 'n2c-acl', 'nacos', 'consul-acl', 'billing');
+      await waitUntil(async () => (await reader.health.service({ service: 'billing', passing: true })).length === 1, { message: 'the copy, read with a read token' });
+      expect(await anonymous.health.service({ service: 'billing', passing: true })).toEqual([]);
+      const writes = aclServer.requests.filter((r) => r.method === 'PUT' && r.path.startsWith('/v1/catalog/'));
+      expect(writes.length).toBeGreaterThan(0);
+      expect(new Set(writes.map((r) => r.token))).toEqual(new Set(['regsync-token']));
+
+      // Consul -> Nacos: an application registers with its own token.
+      await app.agent.service.register({ name: 'inventory', id: 'inventory-1', address: '10.70.6.2', port: 7300, check: { name: 'alive', ttl: '10m', status: 'passing' } as never });
+      await defineTask(url, 'c2n-acl', 'consul-acl', 'nacos', 'inventory', { options: { fullSyncIntervalMs: 1_000 } });
+      await waitUntil(() => copyIps('inventory').join() === '10.70.6.2', { message: 'the copy in Nacos' });
+
+      // The token removed from the cluster: Consul answers every read as the anonymous token sees
+      // it, empty (filtered by ACLs). That is no proof the instances went: the copies stay.
+      expect((await api(url, 'PUT', '/api/v1/clusters/consul-acl', { ...cluster, password: null })).status).toBe(200);
+      const refused = await waitUntil(async () => {
+        const s = await status('c2n-acl', 'inventory');
+        return s?.problems.some((p) => p.code === 'source_unreadable') ? s : undefined;
+      }, { message: 'the status says the source cannot be read' });
+      expect(refused.lastError).toMatch(/ACL/);
+      const failed = async () => (await scrape(`${url}/metrics`)).value('regsync_reconciles_total', { task: 'c2n-acl', outcome: 'failed' }) ?? 0;
+      const failedBefore = await failed();
+      await waitUntil(async () => (await failed()) >= failedBefore + 2, { message: 'two more failed reconciles' });
+      expect(copyIps('inventory')).toEqual(['10.70.6.2']);
+
+      expect((await api(url, 'PUT', '/api/v1/clusters/consul-acl', { ...cluster, password: 'regsync-token' })).status).toBe(200);
+      await waitUntil(async () => (await status('c2n-acl', 'inventory'))?.lastError === null, { message: 'the status clear with the token back' });
+      expect(copyIps('inventory')).toEqual(['10.70.6.2']);
+    } finally {
+      for (const c of [app, reader, anonymous]) c.destroy();
+    }
   });
 
   it('Consul unreachable, then back: nothing is deleted while it is down, and what changed meanwhile arrives after', async () => {
