@@ -148,6 +148,30 @@ describe('Consul -> Kubernetes, beside consul-k8s', () => {
     expect(consulWrites(consulServer)).toBe(writesBefore);
   });
 
+  it("a Nacos -> Consul task never overwrites nor removes consul-k8s's registration of the same address", async () => {
+    // The same pod also registered itself in Nacos (a Spring Cloud application in Kubernetes), and a second one only there.
+    nacos.store.register('public', 'DEFAULT_GROUP', 'frontend', persistent('10.244.1.7'));
+    nacos.store.register('public', 'DEFAULT_GROUP', 'frontend', persistent('10.244.1.8'));
+    const foreignAsRegistered = JSON.stringify(consulServer.healthService('frontend').filter((e) => e.Node.Node === 'k8s-sync'));
+    await defineTask(url, 'n2c-frontend', 'nacos', 'consul', 'frontend');
+    await waitUntil(async () => (await status('n2c-frontend', 'frontend'))?.skipped?.conflicting === 1, { message: 'the conflict reported' });
+    expect((await status('n2c-frontend', 'frontend'))?.problems).toContainEqual(expect.objectContaining({ code: 'address_conflict', cluster: 'consul' }));
+    const entries = () => (consulServer.healthService('frontend')).map((e) => `${e.Node.Node} ${e.Service.Address}:${e.Service.Port}`).sort();
+    expect(entries()).toEqual(['k8s-sync 10.244.1.7:8080', 'regsync 10.244.1.8:8080']);
+    const k8sSync = () => JSON.stringify(consulServer.healthService('frontend').filter((e) => e.Node.Node === 'k8s-sync'));
+    expect(k8sSync()).toBe(foreignAsRegistered);
+
+    // Gone from Nacos, then the task deleted: regsync removes its own copy only.
+    nacos.store.deregister('public', 'DEFAULT_GROUP', 'frontend', '10.244.1.7', 8080, 'DEFAULT');
+    const since = Date.now();
+    await reconciledSince(['n2c-frontend'], since);
+    expect(entries()).toEqual(['k8s-sync 10.244.1.7:8080', 'regsync 10.244.1.8:8080']);
+    expect((await api(url, 'DELETE', '/api/v1/tasks/n2c-frontend')).status).toBe(204);
+    await waitUntil(() => entries().join() === 'k8s-sync 10.244.1.7:8080', { message: "only regsync's copy removed" });
+    expect(k8sSync()).toBe(foreignAsRegistered);
+    expect(consulServer.requests.filter((r) => r.method === 'PUT' && r.path === '/v1/catalog/deregister').length).toBe(1);
+  });
+
   it('a ring Nacos -> Consul -> Kubernetes -> Nacos converges to one instance per cluster, and stays so across full syncs', async () => {
     nacos.store.register('public', 'DEFAULT_GROUP', 'ring', persistent('10.80.1.1', { app: 'ring' }));
     const tasks = ['n2c', 'c2k-ring', 'k2n'];

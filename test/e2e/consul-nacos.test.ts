@@ -6,7 +6,7 @@ import { MARK_ORIGIN, MARK_PATH, MARK_TASK } from '../../src/model/types.js';
 import type { RunningRegistry } from '../../src/registry/index.js';
 import { startConsulServer, type ConsulServer } from '../support/consul-server.js';
 import { scrape } from '../support/prometheus.js';
-import { addRegistry, api, copiesIn, defineClusters, defineTask, persistent, startFixture, startSync, stopFixture, type SyncFixture } from '../support/sync-fixture.js';
+import { addRegistry, api, copiesIn, countChanges, defineClusters, defineTask, instancesIn, nativesIn, persistent, registerNative, startFixture, startSync, stopFixture, type NativeInstance, type SyncFixture } from '../support/sync-fixture.js';
 import { waitUntil } from '../support/wait-until.js';
 
 /** A service's status in a task, as the API shows it. */
@@ -42,12 +42,14 @@ describe('Consul <-> Nacos', () => {
   let consulServer: ConsulServer;
   let consul: Consul;
   let aclServer: ConsulServer | undefined;
+  const natives: NativeInstance[] = [];
   let nacos: RunningRegistry;
   let url: string;
 
   const status = async (task: string, name: string): Promise<ServiceStatus | undefined> =>
     ((await api(url, 'GET', `/api/v1/tasks/${task}`)).body.status.services as ServiceStatus[]).find((s) => s.service === `public/DEFAULT_GROUP/${name}`);
   const copyIps = (name: string) => copiesIn(nacos, name).map((i) => i.ip).sort();
+  const nativeIps = (name: string) => nativesIn(nacos, name).map((i) => i.ip).sort();
   const passing = async (name: string): Promise<HealthEntry[]> => (await consul.health.service({ service: name, passing: true })) as HealthEntry[];
 
   beforeAll(async () => {
@@ -61,6 +63,7 @@ describe('Consul <-> Nacos', () => {
     expect(res.status, JSON.stringify(res.body)).toBe(201);
   });
   afterAll(async () => {
+    for (const n of natives) n.stop();
     await stopFixture(fx);
     consul?.destroy();
     await consulServer?.close();
@@ -141,9 +144,53 @@ describe('Consul <-> Nacos', () => {
     // The catalog lists the service with the regsync node, as consul-k8s lists its k8s-sync node.
     expect(await consul.catalog.service.nodes('orders')).toMatchObject([{ Node: 'regsync', NodeMeta: { 'external-source': 'regsync' }, ServiceID: id }]);
 
+    // A metadata change in Nacos reaches the copy (nacos-sync registers new addresses only).
+    const orders = (metadata: Record<string, string>, healthy = true) => ({ ...persistent('10.70.1.1', metadata), port: 9000, healthy });
+    nacos.store.register('public', 'DEFAULT_GROUP', 'orders', orders({ version: 'v3', 'spring.boot.version': '3.2.0' }));
+    await waitUntil(async () => (await passing('orders'))[0]?.Service.Meta.version === 'v3', { message: 'the new metadata in Consul' });
+    expect((await passing('orders'))[0]?.Service.Meta).not.toHaveProperty('__management_2Eport');
+    // Unhealthy in Nacos: nobody should route to it, in Consul either.
+    nacos.store.register('public', 'DEFAULT_GROUP', 'orders', orders({ version: 'v3' }, false));
+    await waitUntil(async () => (await consul.health.service('orders')).length === 0, { message: 'the copy of an unhealthy instance gone' });
+    nacos.store.register('public', 'DEFAULT_GROUP', 'orders', orders({ version: 'v3' }));
+    await waitUntil(async () => (await passing('orders')).length === 1, { message: 'the copy back once healthy' });
+
     nacos.store.deregister('public', 'DEFAULT_GROUP', 'orders', '10.70.1.1', 9000, 'DEFAULT');
     await waitUntil(async () => (await consul.health.service('orders')).length === 0, { message: 'the copy gone from Consul' });
     expect(await consul.catalog.service.nodes('orders')).toEqual([]);
+  });
+
+  it('Consul <-> Nacos both ways on one service: each side holds its own instance and one copy of the other, and full syncs write nothing', async () => {
+    await consul.agent.service.register({ name: 'both', id: 'both-1', address: '10.70.7.1', port: 7400, check: { name: 'alive', ttl: '10m', status: 'passing' } as never });
+    // An application of the Nacos side, registered and beating as the Nacos SDKs do.
+    const native = await registerNative(() => nacos, 'both', '10.70.7.2', 7400);
+    natives.push(native);
+    await defineTask(url, 'c2n-both', 'consul', 'nacos', 'both');
+    await defineTask(url, 'n2c-both', 'nacos', 'consul', 'both');
+    await waitUntil(async () => copyIps('both').join() === '10.70.7.1' && (await passing('both')).length === 2, { message: 'a copy on each side' });
+    const consulSide = async () => (await passing('both')).map((e) => `${e.Node.Node} ${e.Service.Address}`).sort();
+    expect(await consulSide()).toEqual(['consul-agent-1 10.70.7.1', 'regsync 10.70.7.2']);
+    expect(nativeIps('both')).toEqual(['10.70.7.2']);
+
+    const tasks = ['c2n-both', 'n2c-both'];
+    await waitUntil(async () => {
+      for (const t of tasks) if ((await status(t, 'both'))?.lastSyncAt == null) return false;
+      return true;
+    }, { message: 'both tasks reconciled' });
+    const nacosChanges = countChanges(nacos);
+    const consulPuts = consulServer.requests.filter((r) => r.method === 'PUT').length;
+    const since = Date.now();
+    for (const t of tasks) expect((await api(url, 'POST', `/api/v1/tasks/${t}/resync`)).status).toBe(202);
+    await waitUntil(async () => {
+      for (const t of tasks) if (Date.parse((await status(t, 'both'))?.lastSyncAt ?? '0') < since) return false;
+      return true;
+    }, { message: 'both tasks reconciled again' });
+    // Each task skips the other's copy as already marked with its destination.
+    expect(await status('c2n-both', 'both')).toMatchObject({ sourceInstances: 2, destinationInstances: 1, skipped: { marked: 1 } });
+    expect(await status('n2c-both', 'both')).toMatchObject({ sourceInstances: 2, destinationInstances: 1, skipped: { marked: 1 } });
+    expect([nacosChanges.count(), consulServer.requests.filter((r) => r.method === 'PUT').length - consulPuts]).toEqual([0, 0]);
+    expect(copyIps('both')).toEqual(['10.70.7.1']);
+    expect(await consulSide()).toEqual(['consul-agent-1 10.70.7.1', 'regsync 10.70.7.2']);
   });
 
   it('a blocking query answered after a change brings a new Consul instance to Nacos (latency printed)', async () => {
@@ -209,12 +256,26 @@ describe('Consul <-> Nacos', () => {
     const nacosId = md5('nacos-bj', 'NACOS');
     expect((await nacosSync('GET', `/v1/cluster/detail?clusterId=${consulId}`)).clusterModel).toMatchObject({ clusterName: 'consul-dc1', clusterType: 'CONSUL' });
 
-    // A catalog registration, as an external service is registered in Consul.
+    // Catalog registrations, as external services are registered in Consul: one with its own
+    // address, one that leaves it to its node's.
     await consul.catalog.register({ node: 'legacy-db-host', address: '10.70.4.9', service: { id: 'legacy-1', service: 'legacy', address: '10.70.4.1', port: 5432, tags: ['primary', 'zone=a'] } });
+    await consul.catalog.register({ node: 'legacy-db-host', address: '10.70.4.9', service: { id: 'legacy-2', service: 'legacy', port: 5433 } });
+    // And one that nacos-sync itself copied from that Nacos cluster (its marks as k=v tags, no check).
+    await consul.agent.service.register({
+      name: 'legacy',
+      id: '10.70.4.5#5432#DEFAULT#DEFAULT_GROUP@@legacy',
+      address: '10.70.4.5',
+      port: 5432,
+      tags: [`sourceClusterId=${nacosId}`, `destClusterId=${consulId}`, 'syncSource=NACOS'],
+    });
     await nacosSync('POST', '/v1/task/add', { sourceClusterId: consulId, destClusterId: nacosId, serviceName: 'legacy', groupName: 'DEFAULT_GROUP' });
     const taskId = md5('legacy', 'DEFAULT_GROUP', consulId, nacosId);
-    await waitUntil(() => copiesIn(nacos, 'legacy').length === 1, { message: 'the copy in Nacos' });
-    expect(copiesIn(nacos, 'legacy')[0]).toMatchObject({ ip: '10.70.4.1', port: 5432, metadata: { zone: 'a', 'consul.tags': 'primary,zone=a', [MARK_ORIGIN]: consulId, [MARK_TASK]: taskId } });
+    await waitUntil(() => copiesIn(nacos, 'legacy').length === 2, { message: 'the copies in Nacos' });
+    expect(copiesIn(nacos, 'legacy').find((i) => i.port === 5432)).toMatchObject({ ip: '10.70.4.1', metadata: { zone: 'a', 'consul.tags': 'primary,zone=a', [MARK_ORIGIN]: consulId, [MARK_TASK]: taskId } });
+    expect(copiesIn(nacos, 'legacy').find((i) => i.port === 5433)?.ip).toBe('10.70.4.9');
+    // nacos-sync's copy of a Nacos instance does not go back to that Nacos.
+    await waitUntil(async () => (await status(taskId, 'legacy'))?.skipped?.foreign === 1, { message: "nacos-sync's copy skipped as foreign" });
+    expect(instancesIn(nacos, 'legacy').map((i) => i.ip).sort()).toEqual(['10.70.4.1', '10.70.4.9']);
     expect((await nacosSync('GET', `/v1/task/detail?taskId=${taskId}`)).taskModel).toMatchObject({ taskId, taskStatus: 'SYNC' });
 
     await nacosSync('DELETE', `/v1/task/delete?taskId=${taskId}`);
