@@ -17,6 +17,7 @@ interface ServiceStatus {
   destinationInstances: number;
   lastSyncAt: string | null;
   lastError: string | null;
+  problems: Array<{ code: string; side: string; cluster: string; message: string }>;
   skipped?: Record<string, number>;
 }
 

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
 import Consul from 'consul';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyServiceId } from '../../adapters/consul/index.js';
@@ -42,6 +43,7 @@ describe('Consul <-> Nacos', () => {
   let consulServer: ConsulServer;
   let consul: Consul;
   let aclServer: ConsulServer | undefined;
+  let starServer: ConsulServer | undefined;
   const natives: NativeInstance[] = [];
   let nacos: RunningRegistry;
   let url: string;
@@ -68,6 +70,7 @@ describe('Consul <-> Nacos', () => {
     consul?.destroy();
     await consulServer?.close();
     await aclServer?.close();
+    await starServer?.close();
   });
 
   it('Consul -> Nacos: an agent registration appears with its tags and meta once its TTL check passes, leaves when it goes critical or is deregistered', async () => {
@@ -282,6 +285,39 @@ describe('Consul <-> Nacos', () => {
     await waitUntil(() => copiesIn(nacos, 'legacy').length === 0, { message: 'the copy removed with the task' });
   });
 
+  it('a `*` task follows the services of a Consul as they appear and go, leaving out Consul\'s own, through the agent that answers', async () => {
+    starServer = await startConsulServer();
+    const app = new Consul({ host: '127.0.0.1', port: starServer.port });
+    // The cluster's first agent accepts connections and drops them at once.
+    const dead = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => dead.listen(0, '127.0.0.1', resolve));
+    const deadEndpoint = `127.0.0.1:${(dead.address() as AddressInfo).port}`;
+    try {
+      const register = (name: string, n: number) =>
+        app.agent.service.register({ name, id: `${name}-${n}`, address: `10.70.8.${n}`, port: 7500, check: { name: 'alive', ttl: '10m', status: 'passing' } as never });
+      await register('star-a', 1);
+      await register('star-b', 2);
+      const cluster = { id: 'consul-star', kind: 'consul', endpoints: [deadEndpoint, starServer.endpoint], options: { backoffMaxMs: 500 } };
+      expect((await api(url, 'POST', '/api/v1/clusters', cluster)).status).toBe(201);
+      await defineTask(url, 'c2n-star', 'consul-star', 'nacos', '*', WATCH_ONLY);
+      await waitUntil(() => copyIps('star-a').length === 1 && copyIps('star-b').length === 1, { message: 'both services copied' });
+      const synced = async () => ((await api(url, 'GET', '/api/v1/tasks/c2n-star')).body.status.services as ServiceStatus[]).map((x) => x.service).sort();
+      expect(await synced()).toEqual(['public/DEFAULT_GROUP/star-a', 'public/DEFAULT_GROUP/star-b']);
+      expect(instancesIn(nacos, 'consul')).toEqual([]);
+
+      // A new service: the blocking query on the catalog's service list brings it.
+      await register('star-c', 3);
+      await waitUntil(() => copyIps('star-c').join() === '10.70.8.3', { message: 'the new service copied' });
+      // A service whose last instance goes: gone from the catalog, its copy removed.
+      await app.agent.service.deregister('star-a-1');
+      await waitUntil(() => copyIps('star-a').length === 0, { message: 'the copy of the service that went removed' });
+      expect(copyIps('star-b')).toEqual(['10.70.8.2']);
+    } finally {
+      app.destroy();
+      await new Promise((resolve) => dead.close(resolve));
+    }
+  });
+
   it('ACLs: copies written and read with the cluster\'s token; a token that may no longer read the source removes nothing and says so', async () => {
     aclServer = await startConsulServer({ tokens: { 'regsync-token': 'write', 'app-token': 'write', 'reader-token': 'read' } });
     const client = (token?: string) => new Consul({ host: '127.0.0.1', port: (aclServer as ConsulServer).port, ...(token === undefined ? {} : { defaults: { token } }) });
@@ -352,5 +388,8 @@ describe('Consul <-> Nacos', () => {
     await consulServer.start();
     await waitUntil(() => copyIps('cart').join() === '10.70.5.2,10.70.5.3', { message: 'the changes made during the outage arrive' });
     await waitUntil(async () => (await status('c2n-cart', 'cart'))?.lastError === null, { message: 'the status clear again' });
+    // The blocking queries are back too: a change reaches a task that has only its watch.
+    await consul.agent.service.register({ name: 'pay', id: 'pay-3', address: '10.70.2.3', port: 7000, check: { name: 'pay alive', ttl: '10m', status: 'passing' } as never });
+    await waitUntil(() => copyIps('pay').includes('10.70.2.3'), { message: 'a change after the outage, through the watch' });
   });
 });
