@@ -173,6 +173,30 @@ describe('Consul -> Kubernetes, beside consul-k8s', () => {
     expect(consulServer.requests.filter((r) => r.method === 'PUT' && r.path === '/v1/catalog/deregister').length).toBe(1);
   });
 
+  it("consul-k8s's registration copied on to Nacos never goes from there back into Kubernetes", async () => {
+    k8s.put('services', { metadata: { name: 'catalog-api', namespace: 'default' }, spec: { selector: { app: 'catalog-api' }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] } });
+    const version = k8s.get('services', 'default', 'catalog-api')?.metadata.resourceVersion;
+    await consul.catalog.register({
+      node: 'k8s-sync',
+      address: '127.0.0.1',
+      nodemeta: { 'external-source': 'kubernetes' },
+      service: { id: 'catalog-api-0a1b2c3d4e5f', service: 'catalog-api', address: '10.244.2.9', port: 8080, tags: ['k8s'], meta: { 'external-source': 'kubernetes', 'external-k8s-ns': 'default' } },
+    } as never);
+    // Kubernetes -> (consul-k8s) -> Consul -> (regsync) -> Nacos: Nacos is no Kubernetes, the copy goes there, marks and all.
+    await defineTask(url, 'c2n-catalog', 'consul', 'nacos', 'catalog-api');
+    await waitUntil(() => copiesIn(nacos, 'catalog-api').length === 1, { message: 'the copy in Nacos' });
+    expect(copiesIn(nacos, 'catalog-api')[0]?.metadata).toMatchObject({ 'external-source': 'kubernetes', 'external-k8s-ns': 'default', 'consul.tags': 'k8s', [MARK_ORIGIN]: 'consul' });
+    // Nacos -> (regsync) -> Kubernetes: consul-k8s's mark says it came from Kubernetes.
+    const writes = k8sWrites(k8s);
+    await defineTask(url, 'n2k-catalog', 'nacos', 'k8s', 'catalog-api');
+    await waitUntil(async () => (await status('n2k-catalog', 'catalog-api'))?.lastSyncAt, { message: 'the Nacos -> Kubernetes task ran' });
+    expect(await status('n2k-catalog', 'catalog-api')).toMatchObject({ sourceInstances: 1, destinationInstances: 0, lastError: null, skipped: { foreign: 1 } });
+    expect(managedSlices(k8s, 'catalog-api')).toEqual([]);
+    expect(k8s.get('services', 'default', 'catalog-api')?.metadata.resourceVersion).toBe(version);
+    expect(k8sWrites(k8s)).toBe(writes);
+    for (const id of ['c2n-catalog', 'n2k-catalog']) expect((await api(url, 'DELETE', `/api/v1/tasks/${id}`)).status).toBe(204);
+  });
+
   it('a ring Nacos -> Consul -> Kubernetes -> Nacos converges to one instance per cluster, and stays so across full syncs', async () => {
     nacos.store.register('public', 'DEFAULT_GROUP', 'ring', persistent('10.80.1.1', { app: 'ring' }));
     const tasks = ['n2c', 'c2k-ring', 'k2n'];

@@ -163,6 +163,22 @@ describe('Consul <-> Nacos', () => {
     expect(await consul.catalog.service.nodes('orders')).toEqual([]);
   });
 
+  it('Nacos -> Consul: a copy deregistered behind regsync\'s back is registered again by the next full sync', async () => {
+    nacos.store.register('public', 'DEFAULT_GROUP', 'ledger', { ...persistent('10.70.9.1'), port: 7600 });
+    await defineTask(url, 'n2c-ledger', 'nacos', 'consul', 'ledger', { options: { fullSyncIntervalMs: 1_000 } });
+    const [entry] = await waitUntil(async () => {
+      const found = await passing('ledger');
+      return found.length === 1 ? found : undefined;
+    }, { message: 'the copy in Consul' });
+    // An operator cleans up the catalog with the npm client.
+    await consul.catalog.deregister({ node: 'regsync', serviceid: (entry as HealthEntry).Service.ID });
+    expect(await consul.health.service('ledger')).toEqual([]);
+    await waitUntil(async () => (await passing('ledger')).length === 1, { message: 'the copy registered again' });
+    expect((await passing('ledger'))[0]?.Service).toMatchObject({ ID: (entry as HealthEntry).Service.ID, Address: '10.70.9.1', Port: 7600 });
+    expect((await api(url, 'DELETE', '/api/v1/tasks/n2c-ledger')).status).toBe(204);
+    expect(await consul.health.service('ledger')).toEqual([]);
+  });
+
   it('Consul <-> Nacos both ways on one service: each side holds its own instance and one copy of the other, and full syncs write nothing', async () => {
     await consul.agent.service.register({ name: 'both', id: 'both-1', address: '10.70.7.1', port: 7400, check: { name: 'alive', ttl: '10m', status: 'passing' } as never });
     // An application of the Nacos side, registered and beating as the Nacos SDKs do.
