@@ -140,6 +140,9 @@ describe('Consul -> Kubernetes, beside consul-k8s', () => {
     expect(k8s.get('services', 'default', 'frontend')?.metadata.resourceVersion).toBe(frontendVersion);
     expect(JSON.stringify(foreign())).toBe(foreignAsRegistered);
 
+    // The task watches the service list, web and frontend with blocking queries.
+    await waitUntil(() => consulServer.waitingQueries() === 3, { message: 'three blocking queries waiting' });
+
     // The task deleted: its copy of web goes, consul-k8s's registration stays as it was.
     expect((await api(url, 'DELETE', '/api/v1/tasks/c2k')).status).toBe(204);
     expect(k8s.get('services', 'default', 'web')).toBeUndefined();
@@ -147,6 +150,8 @@ describe('Consul -> Kubernetes, beside consul-k8s', () => {
     expect(JSON.stringify(foreign())).toBe(foreignAsRegistered);
     // A Consul -> Kubernetes task never writes into Consul.
     expect(consulWrites(consulServer)).toBe(writesBefore);
+    // Its blocking queries (the service list, each service) end with it.
+    await waitUntil(() => consulServer.waitingQueries() === 0, { message: 'no blocking query left waiting' });
   });
 
   it("a Nacos -> Consul task never overwrites nor removes consul-k8s's registration of the same address", async () => {
