@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ApplyPlan, RegistryAdapter, Unsubscribe, WatchEvent } from '../../src/model/adapter.js';
-import { instanceId, instancesDigest, serviceKeyString, type ClusterSpec, type Instance, type ServiceKey } from '../../src/model/index.js';
+import { MARK_TASK, instanceId, instancesDigest, serviceKeyString, type ClusterSpec, type Instance, type ServiceKey } from '../../src/model/index.js';
 import { ConsulApplyError, type ConsulWriteFailure } from './consul-apply-error.js';
 import { BlockingLoop, type BlockingPace } from './consul-blocking.js';
 import { ConsulHttp, type ConsulAnswer } from './consul-http.js';
@@ -151,8 +151,7 @@ export class ConsulAdapter implements RegistryAdapter {
       const id = instanceId(read.instance);
       const other = byId.get(id);
       if (other !== undefined) {
-        // Two registrations at one address: the one not on regsync's node is the registry's own.
-        const keep = other.node === this.copyNode.node ? read : other;
+        const keep = this.preferred(other, read);
         if (issues.length < 20) issues.push(`${id} is registered on nodes ${other.node} and ${read.node}; read the one on ${keep.node}`);
         byId.set(id, keep);
         continue;
@@ -164,6 +163,18 @@ export class ConsulAdapter implements RegistryAdapter {
     if (issues.length > 0) this.issues.set(key, issues);
     else this.issues.delete(key);
     return [...byId.values()].map((r) => r.instance);
+  }
+
+  /**
+   * Which of two registrations at one address stands for it: a copy regsync wrote (on its node,
+   * marked with a task) over any other, so that its task still sees it, and removes it once the
+   * source instance goes, when the application registered itself at that address meanwhile (it
+   * moved to Consul); else the one not on regsync's node, the registry's own; else the first.
+   */
+  private preferred(first: ReadEntry, second: ReadEntry): ReadEntry {
+    const isCopy = (r: ReadEntry) => r.node === this.copyNode.node && r.instance.metadata[MARK_TASK] !== undefined;
+    if (isCopy(first) !== isCopy(second)) return isCopy(first) ? first : second;
+    return first.node === this.copyNode.node ? second : first;
   }
 
   /**

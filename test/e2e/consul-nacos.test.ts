@@ -179,6 +179,21 @@ describe('Consul <-> Nacos', () => {
     expect(await consul.health.service('ledger')).toEqual([]);
   });
 
+  it('an application that moves from Nacos to Consul at the same address: regsync\'s copy goes once the Nacos instance does', async () => {
+    nacos.store.register('public', 'DEFAULT_GROUP', 'migrate', { ...persistent('10.70.10.1'), port: 7700 });
+    await defineTask(url, 'n2c-migrate', 'nacos', 'consul', 'migrate');
+    await waitUntil(async () => (await passing('migrate')).length === 1, { message: 'the copy in Consul' });
+    // The application now registers itself with its Consul agent, at the same address.
+    await consul.agent.service.register({ name: 'migrate', id: 'migrate-1', address: '10.70.10.1', port: 7700, check: { name: 'alive', ttl: '10m', status: 'passing' } as never });
+    const nodesOf = async () => (await consul.health.service('migrate')).map((e: HealthEntry) => e.Node.Node).sort();
+    expect(await nodesOf()).toEqual(['consul-agent-1', 'regsync']);
+    // And leaves Nacos.
+    nacos.store.deregister('public', 'DEFAULT_GROUP', 'migrate', '10.70.10.1', 7700, 'DEFAULT');
+    await waitUntil(async () => (await nodesOf()).join() === 'consul-agent-1', { message: "regsync's copy removed, the application's registration left" });
+    await consul.agent.service.deregister('migrate-1');
+    expect(await consul.health.service('migrate')).toEqual([]);
+  });
+
   it('Consul <-> Nacos both ways on one service: each side holds its own instance and one copy of the other, and full syncs write nothing', async () => {
     await consul.agent.service.register({ name: 'both', id: 'both-1', address: '10.70.7.1', port: 7400, check: { name: 'alive', ttl: '10m', status: 'passing' } as never });
     // An application of the Nacos side, registered and beating as the Nacos SDKs do.

@@ -48,3 +48,44 @@ describe('ConsulAdapter reads under ACLs', () => {
     await expect(anonymous.listServices(scope)).rejects.toMatchObject(refused);
   });
 });
+
+/**
+ * Two registrations at one address: a copy regsync wrote and the application's own (it moved from
+ * the source registry to Consul, keeping its address).
+ */
+describe('ConsulAdapter reads of an address registered twice', () => {
+  let server: ConsulServer;
+  let consul: ConsulAdapter;
+  const copy = (service: string, ip: string, meta: Record<string, string>) =>
+    server.catalogRegister({ Node: 'regsync', Address: '127.0.0.1', Service: { ID: `${service}-copy`, Service: service, Address: ip, Port: 80, Meta: meta } });
+  const native = (service: string, ip: string) => server.catalogRegister({ Node: 'app-host', Address: '10.91.9.9', Service: { ID: `${service}-1`, Service: service, Address: ip, Port: 80 } });
+  const nodes = (service: string) => server.healthService(service).map((e) => e.Node.Node).sort();
+
+  beforeAll(async () => {
+    server = await startConsulServer();
+    consul = createConsulAdapter({ id: 'consul', kind: 'consul', endpoints: [server.endpoint], labels: {}, options: { requestTimeoutMs: 2_000 } }, { logger: silent });
+  });
+  afterAll(async () => {
+    await consul.close();
+    await server.close();
+  });
+
+  it("reads regsync's copy, so that its task removes it, and leaves the application's registration", async () => {
+    copy('moved', '10.91.0.1', { 'regsync-origin': 'nacos', 'regsync-path': 'nacos', 'regsync-task': 'n2c' });
+    native('moved', '10.91.0.1');
+    const [read] = await consul.listInstances(key('moved'));
+    expect(read?.metadata).toMatchObject({ 'regsync.task': 'n2c', 'regsync.origin': 'nacos' });
+    expect(consul.readIssues(key('moved'))).toEqual([expect.stringMatching(/^10\.91\.0\.1:80#DEFAULT is registered on nodes .+; read the one on regsync$/)]);
+    await consul.apply(key('moved'), { upsert: [], remove: [read!] });
+    expect(nodes('moved')).toEqual(['app-host']);
+  });
+
+  it('reads the registry\'s own where the entry on regsync\'s node is no copy of a task', async () => {
+    copy('unmarked', '10.91.0.2', {});
+    native('unmarked', '10.91.0.2');
+    const read = await consul.listInstances(key('unmarked'));
+    expect(read).toHaveLength(1);
+    expect(read[0]?.metadata).toEqual({});
+    expect(consul.readIssues(key('unmarked'))).toEqual([expect.stringMatching(/^10\.91\.0\.2:80#DEFAULT is registered on nodes .+; read the one on app-host$/)]);
+  });
+});
