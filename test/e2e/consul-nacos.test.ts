@@ -112,6 +112,11 @@ describe('Consul <-> Nacos', () => {
 
     await consul.agent.check.pass('service:web-1');
     await waitUntil(() => copiesIn(nacos, 'web').length === 1, { message: 'the copy back once the check passes again' });
+    // Warning is not passing (`includeWarning` is off by default): no copy either.
+    await consul.agent.check.warn('service:web-1');
+    await waitUntil(() => copiesIn(nacos, 'web').length === 0, { message: 'the copy removed once the check warns' });
+    await consul.agent.check.pass('service:web-1');
+    await waitUntil(() => copiesIn(nacos, 'web').length === 1, { message: 'the copy back once the check passes' });
 
     await consul.agent.service.deregister('web-1');
     await waitUntil(() => copiesIn(nacos, 'web').length === 0, { message: 'the copy removed after the deregistration' });
