@@ -125,13 +125,23 @@ describe('Consul <-> Nacos', () => {
   });
 
   it('Nacos -> Consul: the copy reads back through health.service with passing, on node regsync, meta encoded, and goes when deleted in Nacos', async () => {
-    nacos.store.register('public', 'DEFAULT_GROUP', 'orders', { ...persistent('10.70.1.1', { version: 'v2', 'spring.boot.version': '3.2.0', 'management.port': '9001' }), port: 9000 });
-    await defineTask(url, 'n2c', 'nacos', 'consul', 'orders');
-    const entries = await waitUntil(async () => {
-      const found = await passing('orders');
-      return found.length === 1 ? found : undefined;
-    }, { message: 'the copy passing in Consul' });
-    const entry = entries[0] as HealthEntry;
+    // A Consul user's code watching the service, as the npm client's blocking watch does.
+    const watch = consul.watch({ method: consul.health.service, options: { service: 'orders', passing: true, wait: '5s' } as never });
+    const seen: HealthEntry[][] = [];
+    watch.on('change', (data: HealthEntry[]) => seen.push(data));
+    watch.on('error', () => undefined);
+    let entry: HealthEntry;
+    try {
+      await waitUntil(() => seen.length >= 1, { message: 'the first answer of the watch' });
+      expect(seen[0]).toEqual([]);
+      nacos.store.register('public', 'DEFAULT_GROUP', 'orders', { ...persistent('10.70.1.1', { version: 'v2', 'spring.boot.version': '3.2.0', 'management.port': '9001' }), port: 9000 });
+      await defineTask(url, 'n2c', 'nacos', 'consul', 'orders');
+      await waitUntil(() => seen.at(-1)?.length === 1, { message: 'the watch sees the copy' });
+      entry = seen.at(-1)?.[0] as HealthEntry;
+    } finally {
+      watch.end();
+    }
+    expect(await passing('orders')).toEqual([entry]);
     const id = copyServiceId('orders', { ip: '10.70.1.1', port: 9000, cluster: 'DEFAULT' });
     expect(entry.Node.Node).toBe('regsync');
     expect(entry.Service).toMatchObject({ ID: id, Service: 'orders', Address: '10.70.1.1', Port: 9000, Tags: [] });
