@@ -174,7 +174,7 @@ export class ConsulAdapter implements RegistryAdapter {
   private preferred(first: ReadEntry, second: ReadEntry): ReadEntry {
     const isCopy = (r: ReadEntry) => r.node === this.copyNode.node && r.instance.metadata[MARK_TASK] !== undefined;
     if (isCopy(first) !== isCopy(second)) return isCopy(first) ? first : second;
-    return first.node === this.copyNode.node ? second : first;
+    return first.node === this.copyNode.node && second.node !== this.copyNode.node ? second : first;
   }
 
   /**
