@@ -231,4 +231,22 @@ describe('Consul -> Kubernetes, beside consul-k8s', () => {
     expect([nacosChanges.count(), consulWrites(consulServer) - consulBefore, k8sWrites(k8s) - k8sBefore]).toEqual([0, 0, 0]);
     expect([instancesIn(nacos, 'ring').length, consulRing().length, addresses(k8s, 'ring').length]).toEqual([1, 1, 1]);
   });
+  it('the ring the other way round, Nacos -> Kubernetes -> Consul -> Nacos, converges too, marks carried through Consul meta', async () => {
+    nacos.store.register('public', 'DEFAULT_GROUP', 'ring2', persistent('10.80.2.1', { app: 'ring2' }));
+    const tasks = ['n2k-r2', 'k2c-r2', 'c2n-r2'];
+    await defineTask(url, 'n2k-r2', 'nacos', 'k8s', 'ring2');
+    await defineTask(url, 'k2c-r2', 'k8s', 'consul', 'ring2');
+    await defineTask(url, 'c2n-r2', 'consul', 'nacos', 'ring2');
+    const passing = async () => (await consul.health.service({ service: 'ring2', passing: true })) as Array<{ Node: { Node: string }; Service: { Address: string; Meta: Record<string, string> } }>;
+    await waitUntil(async () => (await passing()).length === 1, { message: 'the copy in Consul' });
+    const [entry] = await passing();
+    expect(entry?.Node.Node).toBe('regsync');
+    expect(entry?.Service.Meta).toMatchObject({ app: 'ring2', 'regsync-origin': 'nacos', 'regsync-path': 'nacos,k8s', 'regsync-task': 'k2c-r2' });
+    await reconciledSince(tasks, 0);
+    expect(await status('c2n-r2', 'ring2')).toMatchObject({ sourceInstances: 1, destinationInstances: 0, lastError: null, skipped: { marked: 1 } });
+    const since = Date.now();
+    for (const id of tasks) expect((await api(url, 'POST', `/api/v1/tasks/${id}/resync`)).status).toBe(202);
+    await reconciledSince(tasks, since);
+    expect([instancesIn(nacos, 'ring2').length, (await passing()).length, addresses(k8s, 'ring2').length]).toEqual([1, 1, 1]);
+  });
 });
