@@ -60,14 +60,17 @@ describe('Consul across two regsync workers', () => {
     const leader = leaderIndex();
     const survivor = nodes[1 - leader] as RegsyncNode;
     const beatsAtStop = copiesIn(nacos, 'web')[0]?.beats ?? 0;
+    const stopped = performance.now();
     await nodes[leader]?.close();
     nodes.splice(leader, 1);
     await waitUntil(() => survivor.coordinator?.isLeading(0), { message: 'the other worker leads the shard' });
+    const leading = performance.now();
 
     // The survivor's blocking queries bring the next changes, from either side.
     await consul.agent.service.register({ name: 'web', id: 'web-2', address: '10.75.0.2', port: 8080, check: { name: 'alive', ttl: '10m', status: 'passing' } as never });
     nacos.store.register('public', 'DEFAULT_GROUP', 'orders', { ...persistent('10.75.1.2'), port: 9000 });
     await waitUntil(() => copiesIn(nacos, 'web').length === 2, { message: 'the new Consul instance copied by the survivor' });
+    console.log(`consul handover: the survivor led ${(leading - stopped).toFixed(0)} ms after the leader began to stop; a Consul change reached nacos ${(performance.now() - leading).toFixed(0)} ms later`);
     await waitUntil(async () => (await consul.health.service({ service: 'orders', passing: true })).length === 2, { message: 'the new Nacos instance copied by the survivor' });
     // The copies kept their beats through the handover, and the Consul copy is the same one.
     await waitUntil(() => copiesIn(nacos, 'web').every((c) => c.beats >= 1) && (copiesIn(nacos, 'web').find((c) => c.ip === '10.75.0.1')?.beats ?? 0) > beatsAtStop, { message: 'beats from the survivor' });
