@@ -52,6 +52,19 @@ describe('Consul -> Kubernetes, beside consul-k8s', () => {
 
   const statuses = async (task: string): Promise<ServiceStatus[]> => (await api(url, 'GET', `/api/v1/tasks/${task}`)).body.status.services as ServiceStatus[];
   const status = async (task: string, name: string) => (await statuses(task)).find((s) => s.service === `public/DEFAULT_GROUP/${name}`);
+  /**
+   * What consul-k8s's catalog sync writes for a Kubernetes Service's endpoint: a catalog
+   * registration on node k8s-sync, tag k8s, meta external-source=kubernetes and the namespace, and
+   * (`check`) a passing health check.
+   */
+  const registerLikeConsulK8s = (name: string, hash: string, ip: string, check = true) =>
+    consul.catalog.register({
+      node: 'k8s-sync',
+      address: '127.0.0.1',
+      nodemeta: { 'external-source': 'kubernetes' },
+      service: { id: `${name}-${hash}`, service: name, address: ip, port: 8080, tags: ['k8s'], meta: { 'external-source': 'kubernetes', 'external-k8s-ns': 'default' } },
+      ...(check ? { check: { checkid: `default/${name}-${hash}/kubernetes-health-check`, name: 'Kubernetes Health Check', status: 'passing', serviceid: `${name}-${hash}` } } : {}),
+    } as never);
   /** Waits until every service sync of the tasks has reconciled after `since` (ms). */
   const reconciledSince = (tasks: string[], since: number, count?: number) =>
     waitUntil(
@@ -105,13 +118,7 @@ describe('Consul -> Kubernetes, beside consul-k8s', () => {
     // k8s-sync, tag k8s, meta external-source=kubernetes, a passing readiness check.
     k8s.put('services', { metadata: { name: 'frontend', namespace: 'default' }, spec: { selector: { app: 'frontend' }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] } });
     const frontendVersion = k8s.get('services', 'default', 'frontend')?.metadata.resourceVersion;
-    await consul.catalog.register({
-      node: 'k8s-sync',
-      address: '127.0.0.1',
-      nodemeta: { 'external-source': 'kubernetes' },
-      service: { id: 'frontend-6f8a2c1d9b3e', service: 'frontend', address: '10.244.1.7', port: 8080, tags: ['k8s'], meta: { 'external-source': 'kubernetes', 'external-k8s-ns': 'default' } },
-      check: { checkid: 'default/frontend-6f8a2c1d9b3e/kubernetes-health-check', name: 'Kubernetes Health Check', status: 'passing', serviceid: 'frontend-6f8a2c1d9b3e' },
-    } as never);
+    await registerLikeConsulK8s('frontend', '6f8a2c1d9b3e', '10.244.1.7');
     const foreign = () => consulServer.healthService('frontend');
     const foreignAsRegistered = JSON.stringify(foreign());
     expect(foreign()).toHaveLength(1);
@@ -155,38 +162,35 @@ describe('Consul -> Kubernetes, beside consul-k8s', () => {
   });
 
   it("a Nacos -> Consul task never overwrites nor removes consul-k8s's registration of the same address", async () => {
+    await registerLikeConsulK8s('storefront', '9c8b7a6d5e4f', '10.244.3.7');
     // The same pod also registered itself in Nacos (a Spring Cloud application in Kubernetes), and a second one only there.
-    nacos.store.register('public', 'DEFAULT_GROUP', 'frontend', persistent('10.244.1.7'));
-    nacos.store.register('public', 'DEFAULT_GROUP', 'frontend', persistent('10.244.1.8'));
-    const foreignAsRegistered = JSON.stringify(consulServer.healthService('frontend').filter((e) => e.Node.Node === 'k8s-sync'));
-    await defineTask(url, 'n2c-frontend', 'nacos', 'consul', 'frontend');
-    await waitUntil(async () => (await status('n2c-frontend', 'frontend'))?.skipped?.conflicting === 1, { message: 'the conflict reported' });
-    expect((await status('n2c-frontend', 'frontend'))?.problems).toContainEqual(expect.objectContaining({ code: 'address_conflict', cluster: 'consul' }));
-    const entries = () => (consulServer.healthService('frontend')).map((e) => `${e.Node.Node} ${e.Service.Address}:${e.Service.Port}`).sort();
-    expect(entries()).toEqual(['k8s-sync 10.244.1.7:8080', 'regsync 10.244.1.8:8080']);
-    const k8sSync = () => JSON.stringify(consulServer.healthService('frontend').filter((e) => e.Node.Node === 'k8s-sync'));
+    nacos.store.register('public', 'DEFAULT_GROUP', 'storefront', persistent('10.244.3.7'));
+    nacos.store.register('public', 'DEFAULT_GROUP', 'storefront', persistent('10.244.3.8'));
+    const seen = consulServer.requests.length;
+    const foreignAsRegistered = JSON.stringify(consulServer.healthService('storefront').filter((e) => e.Node.Node === 'k8s-sync'));
+    await defineTask(url, 'n2c-storefront', 'nacos', 'consul', 'storefront');
+    await waitUntil(async () => (await status('n2c-storefront', 'storefront'))?.skipped?.conflicting === 1, { message: 'the conflict reported' });
+    expect((await status('n2c-storefront', 'storefront'))?.problems).toContainEqual(expect.objectContaining({ code: 'address_conflict', cluster: 'consul' }));
+    const entries = () => (consulServer.healthService('storefront')).map((e) => `${e.Node.Node} ${e.Service.Address}:${e.Service.Port}`).sort();
+    expect(entries()).toEqual(['k8s-sync 10.244.3.7:8080', 'regsync 10.244.3.8:8080']);
+    const k8sSync = () => JSON.stringify(consulServer.healthService('storefront').filter((e) => e.Node.Node === 'k8s-sync'));
     expect(k8sSync()).toBe(foreignAsRegistered);
 
     // Gone from Nacos, then the task deleted: regsync removes its own copy only.
-    nacos.store.deregister('public', 'DEFAULT_GROUP', 'frontend', '10.244.1.7', 8080, 'DEFAULT');
+    nacos.store.deregister('public', 'DEFAULT_GROUP', 'storefront', '10.244.3.7', 8080, 'DEFAULT');
     const since = Date.now();
-    await reconciledSince(['n2c-frontend'], since);
-    expect(entries()).toEqual(['k8s-sync 10.244.1.7:8080', 'regsync 10.244.1.8:8080']);
-    expect((await api(url, 'DELETE', '/api/v1/tasks/n2c-frontend')).status).toBe(204);
-    await waitUntil(() => entries().join() === 'k8s-sync 10.244.1.7:8080', { message: "only regsync's copy removed" });
+    await reconciledSince(['n2c-storefront'], since);
+    expect(entries()).toEqual(['k8s-sync 10.244.3.7:8080', 'regsync 10.244.3.8:8080']);
+    expect((await api(url, 'DELETE', '/api/v1/tasks/n2c-storefront')).status).toBe(204);
+    await waitUntil(() => entries().join() === 'k8s-sync 10.244.3.7:8080', { message: "only regsync's copy removed" });
     expect(k8sSync()).toBe(foreignAsRegistered);
-    expect(consulServer.requests.filter((r) => r.method === 'PUT' && r.path === '/v1/catalog/deregister').length).toBe(1);
+    expect(consulServer.requests.slice(seen).filter((r) => r.method === 'PUT' && r.path === '/v1/catalog/deregister').length).toBe(1);
   });
 
   it("consul-k8s's registration copied on to Nacos never goes from there back into Kubernetes", async () => {
     k8s.put('services', { metadata: { name: 'catalog-api', namespace: 'default' }, spec: { selector: { app: 'catalog-api' }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] } });
     const version = k8s.get('services', 'default', 'catalog-api')?.metadata.resourceVersion;
-    await consul.catalog.register({
-      node: 'k8s-sync',
-      address: '127.0.0.1',
-      nodemeta: { 'external-source': 'kubernetes' },
-      service: { id: 'catalog-api-0a1b2c3d4e5f', service: 'catalog-api', address: '10.244.2.9', port: 8080, tags: ['k8s'], meta: { 'external-source': 'kubernetes', 'external-k8s-ns': 'default' } },
-    } as never);
+    await registerLikeConsulK8s('catalog-api', '0a1b2c3d4e5f', '10.244.2.9', false);
     // Kubernetes -> (consul-k8s) -> Consul -> (regsync) -> Nacos: Nacos is no Kubernetes, the copy goes there, marks and all.
     await defineTask(url, 'c2n-catalog', 'consul', 'nacos', 'catalog-api');
     await waitUntil(() => copiesIn(nacos, 'catalog-api').length === 1, { message: 'the copy in Nacos' });
