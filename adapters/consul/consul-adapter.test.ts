@@ -323,7 +323,7 @@ describe('ConsulAdapter: removals', () => {
     expect(s.healthService('orders').map((e) => e.Node.Node)).toEqual(['node-a']);
   });
 
-  it("reads consul-k8s's registration, not regsync's copy, at an address both hold, and never removes it", async () => {
+  it("reads its own copy at an address consul-k8s's registration also holds, so its task can remove it, and never removes consul-k8s's", async () => {
     const s = await server();
     const adapter = connect([s.endpoint]);
     await adapter.apply(key('web'), { upsert: [instance('10.1.0.1', 8080, { metadata: { 'regsync.task': 't1' } })], remove: [] });
@@ -335,11 +335,15 @@ describe('ConsulAdapter: removals', () => {
     });
     const read = await adapter.listInstances(key('web'));
     expect(read).toHaveLength(1);
-    expect(read[0]?.metadata).toEqual({ 'external-source': 'kubernetes', 'external-k8s-ns': 'default', 'consul.tags': 'k8s' });
-    expect(adapter.readIssues(key('web'))).toEqual(['10.1.0.1:8080#DEFAULT is registered on nodes k8s-sync and regsync; read the one on k8s-sync']);
-    const err = await rejection(adapter.apply(key('web'), { upsert: [], remove: read }));
+    expect(read[0]?.metadata).toEqual({ 'regsync.task': 't1' });
+    expect(adapter.readIssues(key('web'))).toEqual(['10.1.0.1:8080#DEFAULT is registered on nodes k8s-sync and regsync; read the one on regsync']);
+    await adapter.apply(key('web'), { upsert: [], remove: read });
+    expect(s.healthService('web').map((e) => e.Node.Node)).toEqual(['k8s-sync']);
+    // What is left is consul-k8s's, on its node: a removal of it is refused.
+    const left = await adapter.listInstances(key('web'));
+    const err = await rejection(adapter.apply(key('web'), { upsert: [], remove: left }));
     expect((err as Error).message).toContain("registered on node k8s-sync, not regsync's regsync: left alone");
-    expect(s.healthService('web').map((e) => e.Node.Node)).toEqual(['k8s-sync', 'regsync']);
+    expect(s.healthService('web').map((e) => e.Node.Node)).toEqual(['k8s-sync']);
   });
 
   it("removes a copy of its own, and only on regsync's node, even when nothing was read first", async () => {

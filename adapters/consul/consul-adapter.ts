@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ApplyPlan, RegistryAdapter, Unsubscribe, WatchEvent, WatchOptions } from '../../src/model/adapter.js';
-import { instanceId, instancesDigest, serviceKeyString, type ClusterSpec, type Instance, type ServiceKey } from '../../src/model/index.js';
+import { MARK_TASK, instanceId, instancesDigest, serviceKeyString, type ClusterSpec, type Instance, type ServiceKey } from '../../src/model/index.js';
 import { ConsulApplyError, type ConsulWriteFailure } from './consul-apply-error.js';
 import { BlockingLoop, BlockingSlots, type BlockingPace } from './consul-blocking.js';
 import { ConsulHttp, type ConsulAnswer } from './consul-http.js';
@@ -37,7 +37,8 @@ interface ServiceFeed {
  * - Reads: `GET /v1/health/service/:name`; an instance per entry (the service's address, else its
  *   node's), healthy when every check passes (or warns, with `includeWarning`), disabled under
  *   maintenance. Tags go to the metadata key `consul.tags`; `key=value` tags also become metadata
- *   (as nacos-sync reads them) unless the meta has the key.
+ *   (as nacos-sync reads them) unless the meta has the key. A read that ACLs emptied fails
+ *   (`consul-auth-failed`): it says nothing of what Consul holds.
  * - Watches: blocking queries (see {@link BlockingLoop}), at most `maxBlockingQueries` open (the
  *   rest poll every `pollIntervalMs`), over connections of their own; the first answer is handed
  *   over as the watch's first read, later ones call back only when the instances differ.
@@ -98,6 +99,7 @@ export class ConsulAdapter implements RegistryAdapter {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new ConsulRequestError('consul-bad-answer', this.clusterId, 'GET /v1/catalog/services', 'expected an object of service names');
     }
+    if (answer.filtered && Object.keys(body).length === 0) throw this.hiddenByAcls('GET /v1/catalog/services', 'any service');
     return Object.keys(body)
       .filter((name) => !this.ignored.has(name))
       .sort();
@@ -147,6 +149,7 @@ export class ConsulAdapter implements RegistryAdapter {
     if (!Array.isArray(answer.body)) {
       throw new ConsulRequestError('consul-bad-answer', this.clusterId, `GET /v1/health/service/${service.name}`, 'expected a list of entries');
     }
+    if (answer.filtered && answer.body.length === 0) throw this.hiddenByAcls(`GET /v1/health/service/${service.name}`, `service ${service.name} or its nodes`);
     const byId = new Map<string, ReadEntry>();
     const issues: string[] = [];
     const includeWarning = this.config.options.includeWarning;
@@ -159,8 +162,7 @@ export class ConsulAdapter implements RegistryAdapter {
       const id = instanceId(read.instance);
       const other = byId.get(id);
       if (other !== undefined) {
-        // Two registrations at one address: the one not on regsync's node is the registry's own.
-        const keep = other.node === this.copyNode.node ? read : other;
+        const keep = this.preferred(other, read);
         if (issues.length < 20) issues.push(`${id} is registered on nodes ${other.node} and ${read.node}; read the one on ${keep.node}`);
         byId.set(id, keep);
         continue;
@@ -172,6 +174,28 @@ export class ConsulAdapter implements RegistryAdapter {
     if (issues.length > 0) this.issues.set(key, issues);
     else this.issues.delete(key);
     return [...byId.values()].map((r) => r.instance);
+  }
+
+  /**
+   * Which of two registrations at one address stands for it: a copy regsync wrote (on its node,
+   * marked with a task) over any other, so that its task still sees it, and removes it once the
+   * source instance goes, when the application registered itself at that address meanwhile (it
+   * moved to Consul); else the one not on regsync's node, the registry's own; else the first.
+   */
+  private preferred(first: ReadEntry, second: ReadEntry): ReadEntry {
+    const isCopy = (r: ReadEntry) => r.node === this.copyNode.node && r.instance.metadata[MARK_TASK] !== undefined;
+    if (isCopy(first) !== isCopy(second)) return isCopy(first) ? first : second;
+    return first.node === this.copyNode.node && second.node !== this.copyNode.node ? second : first;
+  }
+
+  /**
+   * An answer emptied by ACLs (`X-Consul-Results-Filtered-By-ACLs`: a token without `service:read`
+   * or `node:read`, or none under default deny) says nothing of what Consul holds: it fails like a
+   * refused read, so that no copy is removed on its account and the status names the token.
+   */
+  private hiddenByAcls(request: string, what: string): ConsulRequestError {
+    const token = this.config.token === undefined ? 'the anonymous token (the cluster has none)' : "the cluster's token";
+    return new ConsulRequestError('consul-auth-failed', this.clusterId, request, `the answer is empty, filtered by ACLs: ${token} may not read ${what}`);
   }
 
   readIssues(service: ServiceKey): string[] {

@@ -9,6 +9,8 @@ export interface ConsulAnswer {
   status: number;
   body: unknown;
   index: number | undefined;
+  /** `X-Consul-Results-Filtered-By-ACLs: true`: the token may not see some of what the read lists. */
+  filtered: boolean;
 }
 
 /** What one call asks. */
@@ -119,6 +121,7 @@ export class ConsulHttp {
     let status: number;
     let text: string;
     let index: number | undefined;
+    let filtered: boolean;
     try {
       const res = await request(url, {
         dispatcher: call.blocking === true ? this.blockingDispatcher : this.dispatcher,
@@ -144,6 +147,7 @@ export class ConsulHttp {
       const header = res.headers['x-consul-index'];
       const raw = Array.isArray(header) ? header[0] : header;
       index = raw === undefined || !/^\d{1,19}$/.test(raw) ? undefined : Number(raw);
+      filtered = res.headers['x-consul-results-filtered-by-acls'] === 'true';
     } catch (err) {
       if (err instanceof ConsulRequestError) throw err;
       if (call.signal?.aborted) throw new ConsulRequestError('consul-closed', this.clusterId, what, 'closed', undefined, { cause: err });
@@ -166,7 +170,7 @@ export class ConsulHttp {
         throw new ConsulRequestError('consul-bad-answer', this.clusterId, what, `answer is not JSON: ${JSON.stringify(text.slice(0, 80))}`, status);
       }
     }
-    return { status, body, index };
+    return { status, body, index, filtered };
   }
 
   async close(): Promise<void> {
