@@ -1,4 +1,4 @@
-import { summarizeWriteFailures } from '../../src/model/write-failures.js';
+import { ApplyFailedError } from '../../src/model/write-failures.js';
 
 /** One write of an `apply` that failed. */
 export interface ConsulWriteFailure {
@@ -8,22 +8,12 @@ export interface ConsulWriteFailure {
   error: unknown;
 }
 
-/**
- * Some writes of an `apply` failed. Every write was attempted first (one copy Consul refuses must
- * not hold back the others); `failures` says which ones failed and why.
- */
-export class ConsulApplyError extends AggregateError {
+/** Some writes of an `apply` to a Consul cluster failed; every write was attempted first. */
+export class ConsulApplyError extends ApplyFailedError<ConsulWriteFailure> {
   override readonly name = 'ConsulApplyError';
   readonly code = 'consul-apply-failed';
 
-  constructor(
-    readonly clusterId: string,
-    readonly service: string,
-    readonly failures: readonly ConsulWriteFailure[],
-  ) {
-    super(
-      failures.map((f) => f.error),
-      `consul cluster ${clusterId}: ${failures.length} write(s) to service ${service} failed: ${summarizeWriteFailures(failures.map((f) => ({ op: f.op, what: f.target, error: f.error })))}`,
-    );
+  constructor(clusterId: string, service: string, failures: readonly ConsulWriteFailure[]) {
+    super('consul', clusterId, service, failures);
   }
 }

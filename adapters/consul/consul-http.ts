@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'undici';
+import { readLimited } from '../../src/util/read-limited.js';
 import { ConsulConfigError } from './consul-config-error.js';
 import type { ConsulClusterConfig, ConsulEndpoint } from './consul-options.js';
 import { ConsulRequestError } from './consul-request-error.js';
@@ -133,17 +134,9 @@ export class ConsulHttp {
         bodyTimeout: timeoutMs,
       });
       status = res.statusCode;
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of res.body as AsyncIterable<Buffer>) {
-        size += chunk.length;
-        if (size > MAX_ANSWER_BYTES) {
-          res.body.destroy();
-          throw new ConsulRequestError('consul-bad-answer', this.clusterId, what, `answer larger than ${MAX_ANSWER_BYTES} bytes`, status);
-        }
-        chunks.push(chunk);
-      }
-      text = Buffer.concat(chunks).toString('utf8');
+      const body = await readLimited(res.body, MAX_ANSWER_BYTES);
+      if (body === undefined) throw new ConsulRequestError('consul-bad-answer', this.clusterId, what, `answer larger than ${MAX_ANSWER_BYTES} bytes`, status);
+      text = body;
       const header = res.headers['x-consul-index'];
       const raw = Array.isArray(header) ? header[0] : header;
       index = raw === undefined || !/^\d{1,19}$/.test(raw) ? undefined : Number(raw);

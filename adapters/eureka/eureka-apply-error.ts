@@ -1,4 +1,4 @@
-import { summarizeWriteFailures } from '../../src/model/write-failures.js';
+import { ApplyFailedError } from '../../src/model/write-failures.js';
 
 /** One write of an `apply` that failed. */
 export interface EurekaWriteFailure {
@@ -8,19 +8,12 @@ export interface EurekaWriteFailure {
   error: unknown;
 }
 
-/** Some writes of an `apply` failed; every write was attempted first. */
-export class EurekaApplyError extends AggregateError {
+/** Some writes of an `apply` to a Eureka cluster failed; every write was attempted first. */
+export class EurekaApplyError extends ApplyFailedError<EurekaWriteFailure> {
   override readonly name = 'EurekaApplyError';
   readonly code = 'eureka-apply-failed';
 
-  constructor(
-    readonly clusterId: string,
-    readonly service: string,
-    readonly failures: readonly EurekaWriteFailure[],
-  ) {
-    super(
-      failures.map((f) => f.error),
-      `eureka cluster ${clusterId}: ${failures.length} write(s) to service ${service} failed: ${summarizeWriteFailures(failures.map((f) => ({ op: f.op, what: f.target, error: f.error })))}`,
-    );
+  constructor(clusterId: string, service: string, failures: readonly EurekaWriteFailure[]) {
+    super('eureka', clusterId, service, failures);
   }
 }

@@ -1,4 +1,5 @@
 import { Agent, request } from 'undici';
+import { readLimited } from '../../src/util/read-limited.js';
 import type { EurekaClusterConfig } from './eureka-options.js';
 import { EurekaRequestError } from './eureka-request-error.js';
 
@@ -54,17 +55,9 @@ export class EurekaHttp {
           signal: AbortSignal.timeout(options.requestTimeoutMs),
         });
         status = res.statusCode;
-        const chunks: Buffer[] = [];
-        let size = 0;
-        for await (const chunk of res.body as AsyncIterable<Buffer>) {
-          size += chunk.length;
-          if (size > MAX_ANSWER_BYTES) {
-            res.body.destroy();
-            throw new EurekaRequestError('eureka-bad-answer', this.clusterId, what, `answer larger than ${MAX_ANSWER_BYTES} bytes`, status);
-          }
-          chunks.push(chunk);
-        }
-        text = Buffer.concat(chunks).toString('utf8');
+        const read = await readLimited(res.body, MAX_ANSWER_BYTES);
+        if (read === undefined) throw new EurekaRequestError('eureka-bad-answer', this.clusterId, what, `answer larger than ${MAX_ANSWER_BYTES} bytes`, status);
+        text = read;
       } catch (err) {
         if (err instanceof EurekaRequestError) throw err;
         const timedOut = (err as { name?: string }).name === 'TimeoutError' || /timeout/i.test((err as { code?: string }).code ?? '');

@@ -1,4 +1,4 @@
-import { summarizeWriteFailures } from '../../src/model/write-failures.js';
+import { ApplyFailedError } from '../../src/model/write-failures.js';
 
 /** One write of an `apply` that failed. */
 export interface KubernetesWriteFailure {
@@ -8,24 +8,17 @@ export interface KubernetesWriteFailure {
   error: unknown;
 }
 
-/**
- * Some writes of an `apply` failed. Every write was attempted first (one bad slice or instance must
- * not hold back the others); `failures` says which ones failed and why, `errors` holds the causes
- * as `AggregateError` does.
- */
-export class KubernetesApplyError extends AggregateError {
+/** Some writes of an `apply` to a Kubernetes cluster failed; every write was attempted first. */
+export class KubernetesApplyError extends ApplyFailedError<KubernetesWriteFailure> {
   override readonly name = 'KubernetesApplyError';
   readonly code = 'kubernetes-apply-failed';
 
   constructor(
-    readonly clusterId: string,
+    clusterId: string,
     /** `namespace/name` of the Kubernetes Service. */
-    readonly service: string,
-    readonly failures: readonly KubernetesWriteFailure[],
+    service: string,
+    failures: readonly KubernetesWriteFailure[],
   ) {
-    super(
-      failures.map((f) => f.error),
-      `kubernetes cluster ${clusterId}: ${failures.length} write(s) to service ${service} failed: ${summarizeWriteFailures(failures.map((f) => ({ op: f.op, what: f.target, error: f.error })))}`,
-    );
+    super('kubernetes', clusterId, service, failures);
   }
 }
