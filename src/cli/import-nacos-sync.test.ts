@@ -66,6 +66,16 @@ describe('importRows', () => {
     await expect(importRows(readSqlDump(text, 'd.sql').rows, { strict: true })).rejects.toThrow(ImportNacosSyncError);
   });
 
+  it('checks rows with the nacos-sync routes\' schemas, naming the column', async () => {
+    const text = dump([clusterRow('n'.repeat(300), 'NACOS', '["10.0.0.1:8848"]'), clusterRow('a', 'NACOS', '["10.0.0.1:8848"]'), clusterRow('b', 'NACOS', '["10.0.0.2:8848"]')], [taskRow('two words', 'g', A, B)]);
+    const result = await importRows(readSqlDump(text, 'd.sql').rows);
+    expect(result.problems).toEqual([
+      expect.stringMatching(/^d\.sql:1:\d+: cluster n+ \(NACOS\): cluster_name: clusterName must NOT have more than 255 characters$/),
+      expect.stringMatching(/^d\.sql:4:\d+: task \w+: service_name: serviceName must be a service name without whitespace or "\*", or "\*" alone for every service$/),
+    ]);
+    expect(result.clusters.map((c) => c.id)).toEqual([A, B]);
+  });
+
   it('maps tasks as /v1/task/add would: blank group is DEFAULT_GROUP, the namespace defaults to the source\'s; one task per service', async () => {
     const text = dump(
       [clusterRow('a', 'NACOS', '["10.0.0.1:8848"]', { namespace: 'dev' }), clusterRow('b', 'NACOS', '["10.0.0.2:8848"]')],

@@ -2,11 +2,10 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { fastify } from 'fastify';
 import { Document, isMap, isSeq } from 'yaml';
-import { installErrorHandling } from '../api/error-handler.js';
+import { describeViolation } from '../api/error-handler.js';
 import { NacosSyncError } from '../api/nacos-sync-error.js';
 import { clusterAddBody, taskAddBody } from '../api/nacos-sync-schemas.js';
 import { clusterSpecOf, isBlank, taskBodyOf, TASK_STATUS_DELETE, TASK_STATUS_SYNC, type ClusterAddRequest, type TaskAddRequest } from '../api/nacos-sync-wire.js';
-import { silentLogger } from '../log.js';
 import { DEFAULT_NAMESPACE, NACOS_SYNC_NAME_OPTION, type ClusterSpec } from '../model/index.js';
 import { applyDeclarations, dryRunSummary, formatResult, type Declarations } from './apply-command.js';
 import { readCsvTable } from './import-nacos-sync-csv.js';
@@ -98,10 +97,10 @@ export async function importRows(rows: readonly ExportRow[], opts: { strict?: bo
   const result: ImportResult = { clusters: [], tasks: [], where: { clusters: [], tasks: [] }, passwordVariables: new Map(), problems: [], notes: [] };
   const check = new RequestCheck();
   const taskCheck = new TaskBodyCheck();
+  const index: ImportIndex = { clusters: new Map(), skippedClusters: new Map(), tasks: new Map(), selectors: new Map() };
   try {
-    const skippedClusters = new Map<string, string>();
-    for (const row of rows.filter((r) => r.table === 'cluster')) await importCluster(row, check, result, skippedClusters);
-    for (const row of rows.filter((r) => r.table === 'task')) await importTask(row, check, taskCheck, result, skippedClusters);
+    for (const row of rows.filter((r) => r.table === 'cluster')) await importCluster(row, check, result, index);
+    for (const row of rows.filter((r) => r.table === 'task')) await importTask(row, check, taskCheck, result, index);
   } finally {
     await Promise.all([check.close(), taskCheck.close()]);
   }
@@ -112,22 +111,43 @@ export async function importRows(rows: readonly ExportRow[], opts: { strict?: bo
   return result;
 }
 
-/** The request schemas of nacos-sync's routes, asked the way the routes ask them (an app that never listens). */
+/** What an import has taken so far, by key, so that each row is checked against the others in constant time. */
+interface ImportIndex {
+  /** Index in `clusters` by id. */
+  clusters: Map<string, number>;
+  /** Where a cluster row that is not imported was, by the id it states. */
+  skippedClusters: Map<string, string>;
+  /** Index in `tasks` by id. */
+  tasks: Map<string, number>;
+  /** Index in `tasks` by what the task syncs (source, destination, namespace, group, service). */
+  selectors: Map<string, number>;
+}
+
+/** A compiled request schema, as Fastify hands it out. */
+type Validator = ((body: unknown) => boolean) & { errors?: Array<Parameters<typeof describeViolation>[1]> | null };
+
+/**
+ * The request schemas of nacos-sync's routes, compiled by the same validator settings as the API's
+ * (an app that never listens, asked once for its compiled validators), with the API's messages.
+ */
 class RequestCheck {
   private readonly app = fastify({ ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } } });
+  private validators: Record<'cluster' | 'task', Validator> | undefined;
 
   constructor() {
-    installErrorHandling(this.app, silentLogger(), 64 * 1024);
-    this.app.post('/cluster', { schema: { body: clusterAddBody } }, async () => ({}));
-    this.app.post('/task', { schema: { body: taskAddBody } }, async () => ({}));
+    this.app.post('/compile', async (request) => {
+      this.validators = { cluster: request.compileValidationSchema(clusterAddBody), task: request.compileValidationSchema(taskAddBody) };
+      return {};
+    });
   }
 
   /** The schema's complaint about `body`, without its `body.` prefix; undefined when it passes. */
-  async problem(path: '/cluster' | '/task', body: object): Promise<string | undefined> {
-    const res = await this.app.inject({ method: 'POST', url: path, payload: body });
-    if (res.statusCode === 200) return undefined;
-    const message = (res.json() as { error?: { message?: string } }).error?.message ?? `invalid (${res.statusCode})`;
-    return message.replace(/^body\./, '');
+  async problem(kind: 'cluster' | 'task', body: object): Promise<string | undefined> {
+    if (this.validators === undefined) await this.app.inject({ method: 'POST', url: '/compile', payload: {} });
+    const validate = (this.validators as Record<'cluster' | 'task', Validator>)[kind];
+    if (validate(body)) return undefined;
+    const violation = validate.errors?.[0];
+    return violation === undefined || violation === null ? 'invalid' : describeViolation('body', violation).replace(/^body\./, '');
   }
 
   async close(): Promise<void> {
@@ -163,14 +183,14 @@ function columnNamed(message: string, fields: Readonly<Record<string, string>>):
 const CLUSTER_FIELDS = { connectKeyList: 'connectkeylist', clusterName: 'clustername', clusterType: 'clustertype', namespace: 'namespace', userName: 'username', password: 'password' };
 const TASK_FIELDS = { sourceClusterId: 'sourceclusterid', destClusterId: 'destclusterid', serviceName: 'servicename', groupName: 'groupname', version: 'version', nameSpace: 'namespace' };
 
-async function importCluster(row: ExportRow, check: RequestCheck, result: ImportResult, skipped: Map<string, string>): Promise<void> {
+async function importCluster(row: ExportRow, check: RequestCheck, result: ImportResult, index: ImportIndex): Promise<void> {
   const { get, text } = valuesOf(row, ['clustername', 'clustertype', 'connectkeylist']);
   const what = `cluster ${text('clustername') ?? 'null'} (${text('clustertype') ?? 'null'})`;
   const storedId = text('clusterid');
   const skip = (key: string | undefined, message: string) => {
     const problem = problemAt(row, key === undefined ? undefined : get(key), what, message);
     result.problems.push(problem);
-    if (!isBlank(storedId)) skipped.set(storedId, placeText(row.at));
+    if (!isBlank(storedId)) index.skippedClusters.set(storedId, placeText(row.at));
   };
   const keys = connectKeysOf(text('connectkeylist'));
   if (typeof keys === 'string') return skip('connectkeylist', keys);
@@ -182,7 +202,7 @@ async function importCluster(row: ExportRow, check: RequestCheck, result: Import
     password: text('password'),
     namespace: text('namespace'),
   };
-  const schemaProblem = await check.problem('/cluster', request);
+  const schemaProblem = await check.problem('cluster', request);
   if (schemaProblem !== undefined) return skip(columnNamed(schemaProblem, CLUSTER_FIELDS), schemaProblem);
   let spec: ClusterSpec;
   try {
@@ -194,8 +214,8 @@ async function importCluster(row: ExportRow, check: RequestCheck, result: Import
   if (!isBlank(storedId) && storedId !== spec.id) {
     return skip('clusterid', `is not nacos-sync's id for this name and type (md5 of "${String(request.clusterName)}_${String(request.clusterType)}" is ${spec.id}); nacos-sync never writes such a row`);
   }
-  const earlier = result.clusters.findIndex((c) => c.id === spec.id);
-  if (earlier >= 0) return skip(undefined, `cluster ${spec.id} is in the export twice (also at ${result.where.clusters[earlier] ?? ''}); the first is imported`);
+  const earlier = index.clusters.get(spec.id);
+  if (earlier !== undefined) return skip(undefined, `cluster ${spec.id} is in the export twice (also at ${result.where.clusters[earlier] ?? ''}); the first is imported`);
   const cluster: ImportedCluster = {
     id: spec.id,
     kind: spec.kind,
@@ -205,6 +225,7 @@ async function importCluster(row: ExportRow, check: RequestCheck, result: Import
     ...(spec.password === undefined ? {} : { password: spec.password }),
     options: { [NACOS_SYNC_NAME_OPTION]: spec.options[NACOS_SYNC_NAME_OPTION] },
   };
+  index.clusters.set(cluster.id, result.clusters.length);
   result.clusters.push(cluster);
   result.where.clusters.push(placeText(row.at));
 }
@@ -226,7 +247,7 @@ function connectKeysOf(raw: string | null): string[] | string {
   return parsed as string[];
 }
 
-async function importTask(row: ExportRow, check: RequestCheck, taskCheck: TaskBodyCheck, result: ImportResult, skippedClusters: ReadonlyMap<string, string>): Promise<void> {
+async function importTask(row: ExportRow, check: RequestCheck, taskCheck: TaskBodyCheck, result: ImportResult, index: ImportIndex): Promise<void> {
   const { get, text } = valuesOf(row, ['sourceclusterid', 'destclusterid', 'servicename']);
   const storedId = text('taskid');
   const what = `task ${storedId ?? text('servicename') ?? 'null'}`;
@@ -247,7 +268,7 @@ async function importTask(row: ExportRow, check: RequestCheck, taskCheck: TaskBo
     version: text('version'),
     nameSpace: text('namespace'),
   };
-  const schemaProblem = await check.problem('/task', request);
+  const schemaProblem = await check.problem('task', request);
   if (schemaProblem !== undefined) return skip(columnNamed(schemaProblem, TASK_FIELDS), schemaProblem);
   let body: ReturnType<typeof taskBodyOf>;
   try {
@@ -260,20 +281,23 @@ async function importTask(row: ExportRow, check: RequestCheck, taskCheck: TaskBo
     return skip('taskid', `is not nacos-sync's id for this service, group and clusters (${body.id}); nacos-sync never writes such a row`);
   }
   for (const [key, id] of [['sourceclusterid', body.source], ['destclusterid', body.destination]] as const) {
-    if (result.clusters.some((c) => c.id === id)) continue;
-    const skippedAt = skippedClusters.get(id);
+    if (index.clusters.has(id)) continue;
+    const skippedAt = index.skippedClusters.get(id);
     return skip(key, skippedAt === undefined ? `names no cluster of the export (${id})` : `names the cluster at ${skippedAt}, which is not imported`);
   }
-  const source = result.clusters.find((c) => c.id === body.source);
+  const source = result.clusters[index.clusters.get(body.source) ?? -1];
   const { problem, spec } = await taskCheck.check({ ...body }, source?.namespace);
   if (problem !== undefined || spec === undefined) return skip(undefined, problem ?? 'invalid');
   const task: ImportedTask = { id: body.id, source: spec.source, destination: spec.destination, service: spec.service, group: spec.group, namespace: spec.namespace ?? DEFAULT_NAMESPACE };
-  const earlier = result.tasks.findIndex((t) => t.id === task.id);
-  if (earlier >= 0) return skip(undefined, `task ${task.id} is in the export twice (also at ${result.where.tasks[earlier] ?? ''}); the first is imported`);
-  const same = result.tasks.findIndex((t) => t.source === task.source && t.destination === task.destination && t.namespace === task.namespace && t.group === task.group && t.service === task.service);
-  if (same >= 0) {
+  const earlier = index.tasks.get(task.id);
+  if (earlier !== undefined) return skip(undefined, `task ${task.id} is in the export twice (also at ${result.where.tasks[earlier] ?? ''}); the first is imported`);
+  const selector = JSON.stringify([task.source, task.destination, task.namespace, task.group, task.service]);
+  const same = index.selectors.get(selector);
+  if (same !== undefined) {
     return skip(undefined, `syncs ${task.namespace}/${task.group}/${task.service} from ${task.source} to ${task.destination}, as task ${result.tasks[same]?.id ?? ''} at ${result.where.tasks[same] ?? ''} does; the first is imported`);
   }
+  index.tasks.set(task.id, result.tasks.length);
+  index.selectors.set(selector, result.tasks.length);
   result.tasks.push(task);
   result.where.tasks.push(placeText(row.at));
 }
