@@ -63,7 +63,7 @@ describe('readSqlDump', () => {
     expect(rows[1]?.values.get('clustertype')?.at).toEqual({ file: 'd.sql', line: 3, column: 9 });
   });
 
-  it('reads an H2 SCRIPT: double-quoted names, CREATE MEMORY TABLE, OVERRIDING SYSTEM VALUE, no backslash escapes, STRINGDECODE, X\'..\'', () => {
+  it('reads an H2 SCRIPT: double-quoted names, CREATE MEMORY TABLE, OVERRIDING SYSTEM VALUE, no backslash escapes, STRINGDECODE, U&\'..\', X\'..\'', () => {
     const text = [
       'CREATE USER IF NOT EXISTS "SA" PASSWORD \'\' ADMIN;',
       'CREATE MEMORY TABLE "PUBLIC"."CLUSTER"(',
@@ -76,12 +76,15 @@ describe('readSqlDump', () => {
       '-- 2 +/- SELECT COUNT(*) FROM PUBLIC.CLUSTER;',
       'INSERT INTO "PUBLIC"."CLUSTER" OVERRIDING SYSTEM VALUE VALUES',
       "(1, 'c1', STRINGDECODE('\\u676d\\u5dde'), 'back\\slash'),",
-      "(2, X'6332', 'it''s', NULL);",
+      "(2, X'6332', 'it''s', NULL),",
+      "(3, 'c3', U&'\\676d\\5dde \\+01F600', U&'a\\\\b');",
     ].join('\n');
     expect(readSqlDump(text, 'h2.sql').rows.map(plain)).toEqual([
       { id: '1', clusterid: 'c1', clustername: '杭州', password: 'back\\slash' },
       { id: '2', clusterid: 'c2', clustername: "it's", password: null },
+      { id: '3', clusterid: 'c3', clustername: '杭州 😀', password: 'a\\b' },
     ]);
+    expect(() => readSqlDump("INSERT INTO task (task_id) VALUES (U&'\\12');", 'd.sql', 'h2')).toThrow("d.sql:1:38: U&: an escape needs four hex digits (\\XXXX) or six (\\+XXXXXX)");
   });
 
   it('refuses rows whose value count differs from the columns, naming the place', () => {

@@ -48,7 +48,7 @@ const MYSQL_ESCAPES: Readonly<Record<string, string>> = { '0': '\0', b: '\b', n:
  * says it looks truncated.
  *
  * Deliberately left out: expressions and function calls in `VALUES` (except H2's
- * `STRINGDECODE('...')`, `X'..'`/`0x..` hex literals and charset introducers such as `_binary`),
+ * `STRINGDECODE('...')`, `U&'...'` strings, `X'..'`/`0x..` hex literals and charset introducers such as `_binary`),
  * `INSERT ... SELECT` and `INSERT ... SET`: dump tools do not write them.
  */
 export function readSqlDump(text: string, file: string, dialect: SqlDialect = 'auto'): SqlDump {
@@ -386,6 +386,12 @@ class DumpReader {
     const next = this.t.peek();
     if (t.kind === 'word' && t.text.startsWith('_') && next.kind === 'string') return this.t.next().text;
     if (isWord(t, 'X') && next.kind === 'string' && next.line === t.line && next.column === t.column + 1) return hexText(this.t, next, this.t.next().text);
+    if (isWord(t, 'U') && isPunct(next, '&')) {
+      this.t.next();
+      const s = this.t.next();
+      if (s.kind !== 'string') this.t.fail(`expected a string after U&, found ${describe(s)}`, s);
+      return unicodeUnescape(this.t, s);
+    }
     if (isWord(t, 'STRINGDECODE') && isPunct(next, '(')) {
       this.t.next();
       const s = this.t.next();
@@ -405,6 +411,31 @@ function hexText(t: SqlTokens, at: Token, hex: string): string {
 }
 
 const JAVA_ESCAPES: Readonly<Record<string, string>> = { n: '\n', t: '\t', r: '\r', b: '\b', f: '\f', '\\': '\\', "'": "'", '"': '"' };
+
+/** A standard SQL `U&'...'` string (H2 2.x's `SCRIPT`): `\XXXX` and `\+XXXXXX` code points, `\\` for a backslash. */
+function unicodeUnescape(t: SqlTokens, at: Token): string {
+  const s = at.text;
+  const out: string[] = [];
+  for (let i = 0; i < s.length; i += 1) {
+    const c = s[i] as string;
+    if (c !== '\\') {
+      out.push(c);
+      continue;
+    }
+    if (s[i + 1] === '\\') {
+      out.push('\\');
+      i += 1;
+      continue;
+    }
+    const long = s[i + 1] === '+';
+    const hex = long ? s.slice(i + 2, i + 8) : s.slice(i + 1, i + 5);
+    const code = /^[0-9A-Fa-f]+$/.test(hex) && hex.length === (long ? 6 : 4) ? parseInt(hex, 16) : NaN;
+    if (!(code <= 0x10ffff)) t.fail('U&: an escape needs four hex digits (\\XXXX) or six (\\+XXXXXX)', at);
+    out.push(String.fromCodePoint(code));
+    i += long ? 7 : 4;
+  }
+  return out.join('');
+}
 
 /** H2's `STRINGDECODE`: Java escapes (`\uXXXX`, `\n`, `\\`, ...) in an already unquoted string. */
 function javaUnescape(t: SqlTokens, at: Token): string {
