@@ -1,9 +1,10 @@
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { clusterSpecOf, nacosSyncClusterId, nacosSyncTaskId } from '../api/nacos-sync-wire.js';
 import { expandString } from './apply-command.js';
 import { ImportNacosSyncError } from './import-nacos-sync-error.js';
-import { importRows, importYaml } from './import-nacos-sync.js';
+import { importRows, importYaml, readExportFiles } from './import-nacos-sync.js';
 import { readSqlDump } from './import-nacos-sync-sql.js';
 
 const CLUSTER_COLUMNS = '(cluster_id, cluster_name, cluster_type, connect_key_list, user_name, password, namespace)';
@@ -90,6 +91,21 @@ describe('importRows', () => {
       expect.stringMatching(/^d\.sql:4:1: task \w+: syncs dev\/DEFAULT_GROUP\/orders from \w+ to \w+, as task \w+ at d\.sql:3:\d+ does; the first is imported$/),
     ]);
     expect(result.notes).toEqual([expect.stringMatching(/^d\.sql:6:1: task \w+: task_status DELETE: nacos-sync is removing its copies; not imported$/)]);
+  });
+
+  it('imports what H2 2.3 wrote (SCRIPT, and CSVWRITE of both tables) the same way', async () => {
+    const fixture = (name: string) => fileURLToPath(new URL(`../../test/fixtures/nacos-sync/${name}`, import.meta.url));
+    const script = await importRows(readExportFiles([fixture('h2-script.sql')]).rows);
+    const csv = await importRows(readExportFiles([fixture('h2-cluster.csv'), fixture('h2-task.csv')]).rows);
+    expect(script.problems).toEqual([]);
+    expect(script.clusters).toEqual([
+      { id: nacosSyncClusterId('shanghai', 'NACOS'), kind: 'nacos', endpoints: ['127.0.0.1:18848'], options: { nacosSyncName: 'shanghai' } },
+      { id: nacosSyncClusterId('杭州-zk', 'ZK'), kind: 'zookeeper', endpoints: ['127.0.0.1:12181', '127.0.0.1:12182'], username: 'u', password: 'it\'s\\a "x"', options: { nacosSyncName: '杭州-zk' } },
+    ]);
+    expect(script.tasks).toEqual([
+      { id: '6a509845594243834c1c1809a2505d6b', source: nacosSyncClusterId('shanghai', 'NACOS'), destination: nacosSyncClusterId('杭州-zk', 'ZK'), service: 'payments', group: 'DEFAULT_GROUP', namespace: 'public' },
+    ]);
+    expect({ ...csv, where: undefined }).toEqual({ ...script, where: undefined });
   });
 
   it('writes YAML that apply reads back literally: ${ escaped, passwords as variables unless asked', async () => {
