@@ -41,8 +41,9 @@ const MYSQL_ESCAPES: Readonly<Record<string, string>> = { '0': '\0', b: '\b', n:
  * created has its columns in another order than nacos-sync's `nacosSync.sql`). Every other
  * statement and table is skipped.
  *
- * The input is hostile text: one pass over it, character by character, without regular
- * expressions; every string, identifier and word is bounded ({@link MAX_VALUE_CHARS}), so a huge
+ * The input is hostile text: one pass over it, character by character (regular expressions only
+ * check single bounded tokens, such as a hex literal); every string and identifier is bounded
+ * ({@link MAX_VALUE_CHARS}), as is every word, so a huge
  * or unterminated literal fails where it starts instead of being read to the end. Errors are
  * {@link ImportNacosSyncError}s naming `file:line:column`; a file that ends inside a statement
  * says it looks truncated.

@@ -375,6 +375,7 @@ export interface ImportCommandOptions {
  * written twice).
  */
 export async function runImportNacosSync(files: readonly string[], opts: ImportCommandOptions, io: { out: (text: string) => void; err: (line: string) => void }): Promise<void> {
+  if (opts.dryRun && !opts.apply) throw new ImportNacosSyncError('--dry-run goes with --apply (without it nothing is written to a server anyway)');
   const read = readExportFiles(files, opts.sqlDialect);
   const result = await importRows(read.rows, { strict: opts.strict === true });
   for (const line of [...read.notes, ...result.notes]) io.err(line);
@@ -387,7 +388,6 @@ export async function runImportNacosSync(files: readonly string[], opts: ImportC
     if (dryRun) io.out(`${dryRunSummary(results)}\n`);
     return;
   }
-  if (opts.dryRun) throw new ImportNacosSyncError('--dry-run goes with --apply (without it nothing is written to a server anyway)');
   const text = importYaml(result, files, opts.includePasswords === true);
   if (opts.output === undefined) io.out(text);
   else writeFileSync(opts.output, text, opts.includePasswords ? { mode: 0o600 } : {});
