@@ -27,10 +27,7 @@ import {
   clusterModelOf,
   clusterSpecOf,
   failedResult,
-  groupOf,
-  checkedName,
   idList,
-  isBlank,
   matchesFilter,
   nacosSyncTaskId,
   okResult,
@@ -39,8 +36,10 @@ import {
   SUPPORTED_CLUSTER_TYPES,
   TASK_STATUS_DELETE,
   TASK_STATUS_SYNC,
+  taskBodyOf,
   taskModelOf,
   type ClusterAddRequest,
+  type TaskAddRequest,
 } from './nacos-sync-wire.js';
 import { notifyEngine } from './notify.js';
 import { TaskCommands } from './task-commands.js';
@@ -50,15 +49,6 @@ const DEFAULT_PAGE_SIZE = 10;
 
 /** The Fastify default, should the app have been built without a body limit. */
 const FALLBACK_BODY_LIMIT = 1024 * 1024;
-
-interface TaskAddRequest {
-  sourceClusterId: string;
-  destClusterId: string;
-  serviceName: string;
-  groupName?: string | null;
-  version?: string | null;
-  nameSpace?: string | null;
-}
 
 interface TaskAddAllRequest {
   sourceClusterId: string;
@@ -207,18 +197,7 @@ function registerTasks(app: FastifyInstance, ctx: RouteContext): void {
     '/v1/task/add',
     { schema: { body: taskAddBody, response: { 200: baseResult } } },
     async (request) => {
-      const body = request.body;
-      if (!isBlank(body.version)) {
-        throw new NacosSyncError('version is not supported: regsync syncs every version of a service; leave version empty');
-      }
-      await addTask({
-        id: nacosSyncTaskId(body.serviceName, body.groupName, body.sourceClusterId, body.destClusterId),
-        source: body.sourceClusterId,
-        destination: body.destClusterId,
-        service: body.serviceName,
-        group: groupOf(body.groupName),
-        ...(isBlank(body.nameSpace) ? {} : { namespace: checkedName('nameSpace', body.nameSpace) }),
-      });
+      await addTask(taskBodyOf(request.body));
       return okResult({});
     },
   );

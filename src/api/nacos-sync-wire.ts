@@ -273,6 +273,47 @@ export function groupOf(groupName: string | null | undefined): string {
   return isBlank(groupName) ? DEFAULT_GROUP : checkedName('groupName', groupName);
 }
 
+/** `/v1/task/add`'s body (`TaskAddRequest`), as the schema lets it through. */
+export interface TaskAddRequest {
+  sourceClusterId: string;
+  destClusterId: string;
+  serviceName: string;
+  groupName?: string | null;
+  version?: string | null;
+  nameSpace?: string | null;
+}
+
+/** The regsync task a `/v1/task/add` body describes, before the clusters and rules are checked. */
+export interface NacosSyncTaskBody {
+  id: string;
+  source: string;
+  destination: string;
+  service: string;
+  group: string;
+  /** Absent: the source cluster's namespace, as for any task. */
+  namespace?: string;
+}
+
+/**
+ * The task a `/v1/task/add` body (or a row of nacos-sync's `task` table) describes: nacos-sync's
+ * id, the group `groupName` gives (blank: `DEFAULT_GROUP`), the namespace of `nameSpace` when one
+ * is given. A Dubbo `version` filter is refused: regsync syncs every version of a service. Throws
+ * {@link NacosSyncError}.
+ */
+export function taskBodyOf(request: TaskAddRequest): NacosSyncTaskBody {
+  if (!isBlank(request.version)) {
+    throw new NacosSyncError('version is not supported: regsync syncs every version of a service; leave version empty');
+  }
+  return {
+    id: nacosSyncTaskId(request.serviceName, request.groupName, request.sourceClusterId, request.destClusterId),
+    source: request.sourceClusterId,
+    destination: request.destClusterId,
+    service: request.serviceName,
+    group: groupOf(request.groupName),
+    ...(isBlank(request.nameSpace) ? {} : { namespace: checkedName('nameSpace', request.nameSpace) }),
+  };
+}
+
 /** One page of a list, with nacos-sync's counters (Spring Data's `Page`). */
 export interface Paged<T> {
   items: T[];

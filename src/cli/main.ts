@@ -1,9 +1,11 @@
 import { readFileSync, writeFileSync } from 'node:fs';
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { createLogger } from '../log.js';
 import { startRegistry, type RunningRegistry } from '../registry/registry-server.js';
 import { applyDeclarations, dryRunSummary, formatResult, readDeclarations } from './apply-command.js';
 import { exportDeclarations } from './export-command.js';
+import { runImportNacosSync, type ImportCommandOptions } from './import-nacos-sync.js';
+import type { SqlDialect } from './import-nacos-sync-sql.js';
 import { runDemo, type DemoOptions } from './demo.js';
 import { runDns, type DnsCommandOptions } from './dns-command.js';
 import { addProcessOptions, expandConfigFile, type ProcessCliOptions } from './process-config.js';
@@ -66,6 +68,12 @@ function addApiSecurityOptions(command: Command): Command {
     .option('--rate-limit <n>', 'requests per minute the REST API takes from one client address (0: no limit)', parseRateLimit, 600)
     .option('--tls-cert <file>', 'serve the REST API over HTTPS with this certificate chain (PEM; with --tls-key)')
     .option('--tls-key <file>', 'the private key of --tls-cert (PEM)');
+}
+
+/** `--sql-dialect`: one of auto, mysql, h2. */
+function parseSqlDialect(value: string): SqlDialect {
+  if (value === 'auto' || value === 'mysql' || value === 'h2') return value;
+  throw new InvalidArgumentError('must be auto, mysql or h2');
 }
 
 /**
@@ -201,6 +209,25 @@ export function buildProgram(fromFile: { dns?: Partial<DnsSettings> | undefined 
       const text = await exportDeclarations(parseServerUrl(opts.server), process.env.REGSYNC_API_TOKEN);
       if (opts.output === undefined) process.stdout.write(text);
       else writeFileSync(opts.output, text);
+    });
+
+  program
+    .command('import-nacos-sync')
+    .description('read nacos-sync\'s cluster and task tables (a SQL dump, or CSV files) and write them as YAML for `regsync apply`, or apply them')
+    .argument('<files...>', 'a SQL dump (mysqldump, H2 SCRIPT) of the cluster and task tables, or one .csv/.tsv file per table with a header row')
+    .option('-o, --output <file>', 'write the YAML to this file instead of stdout')
+    .option('--apply', 'apply the clusters and tasks to the regsync at --server instead of writing YAML, as `regsync apply` does')
+    .option('--server <url>', 'with --apply: the regsync REST API: http(s)://host:port, or host:port for http (also REGSYNC_API)', parseServerUrl, process.env.REGSYNC_API ?? 'http://127.0.0.1:8080')
+    .option('--dry-run', 'with --apply: print what would change against what is stored, and write nothing')
+    .option('--strict', 'refuse the whole import when any row cannot be imported (default: report each on stderr and skip it)')
+    .option('--include-passwords', 'write cluster passwords into the YAML (default: ${NACOS_SYNC_PASSWORD_<NAME>_<KIND>} references that apply fills from its environment)')
+    .option('--sql-dialect <dialect>', 'how the dump\'s strings escape: auto, mysql (backslash escapes) or h2 (quotes doubled only)', parseSqlDialect, 'auto')
+    .action(async (files: string[], opts: Omit<ImportCommandOptions, 'token'>) => {
+      // A token comes from the environment only, as for `apply`.
+      await runImportNacosSync(files, { ...opts, server: parseServerUrl(opts.server), token: process.env.REGSYNC_API_TOKEN }, {
+        out: (text) => process.stdout.write(text),
+        err: (line) => process.stderr.write(`${line}\n`),
+      });
     });
 
   addSecretsCommand(program, () => createLogger());
