@@ -21,6 +21,15 @@ export const eurekaKind: KindDescriptor<'eureka'> = {
   // HTTP basic authentication, when the servers ask for it.
   usesCredentials: true,
   nacosSyncType: 'EUREKA',
+  // nacos-sync stores a Eureka server as its service URL: the path is the context path.
+  connectKeyUrl: (url) => ({
+    // A URL's host keeps the brackets of an IPv6 address; no port is the scheme's own.
+    endpoint: `${url.hostname}:${url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : url.port}`,
+    options: {
+      contextPath: url.pathname.replace(/\/+$/, '').replace(/\/apps$/, '') || '/',
+      ...(url.protocol === 'https:' ? { scheme: 'https' } : {}),
+    },
+  }),
   options: kindOptions(EUREKA_OPTIONS),
   validate,
   create: (spec, deps) => createEurekaAdapter(spec, deps),

@@ -195,6 +195,16 @@ describe('POST /v1/cluster/add', () => {
     expect(stored).toMatchObject({ kind: 'eureka', endpoints: ['10.5.0.1:8761', '10.5.0.2:8761'] });
   });
 
+  it('reads a Eureka service URL as nacos-sync stores one: the endpoint, and its path as the context path', async () => {
+    expectOk(await addCluster({ clusterName: 'eureka-url', clusterType: 'EUREKA', connectKeyList: ['http://10.5.0.1:8761/eureka/', 'http://10.5.0.2:8761/eureka'] }));
+    const [stored] = (await h.store.listClusters()).filter((c) => c.options.nacosSyncName === 'eureka-url');
+    expect(stored).toMatchObject({ kind: 'eureka', endpoints: ['10.5.0.1:8761', '10.5.0.2:8761'], options: { contextPath: '/eureka' } });
+    expectOk(await addCluster({ clusterName: 'eureka-tls', clusterType: 'EUREKA', connectKeyList: ['https://eureka.example.internal/eureka/v2/apps/'] }));
+    const [tls] = (await h.store.listClusters()).filter((c) => c.options.nacosSyncName === 'eureka-tls');
+    expect(tls).toMatchObject({ endpoints: ['eureka.example.internal:443'], options: { contextPath: '/eureka/v2', scheme: 'https' } });
+    expectFailure(await addCluster({ clusterName: 'eureka-mixed', clusterType: 'EUREKA', connectKeyList: ['http://10.5.0.1:8761/eureka/', 'http://10.5.0.2:8761/eureka/v2/'] }), /every URL of a cluster must have the same scheme and path/);
+  });
+
   it('maps CONSUL to a consul cluster, adding the default port 8500', async () => {
     expectOk(await addCluster({ clusterName: 'consul-dc1', clusterType: 'CONSUL', connectKeyList: ['10.4.0.1:8500', '10.4.0.2'] }));
     const [stored] = (await h.store.listClusters()).filter((c) => c.options.nacosSyncName === 'consul-dc1');

@@ -121,15 +121,16 @@ export function clusterSpecOf(request: ClusterAddRequest): ClusterSpec {
   if (isBlank(clusterName) || isBlank(clusterType)) throw new NacosSyncError('clusterName and clusterType must not be empty');
   const kind = kindOf(clusterType);
   const namespace = isBlank(request.namespace) ? undefined : checkedName('namespace', request.namespace);
+  const connect = connectKeysOf(keys, kind);
   const spec: ClusterSpec = {
     id: nacosSyncClusterId(clusterName, clusterType),
     kind,
-    endpoints: endpointsOf(keys, kind),
+    endpoints: connect.endpoints,
     namespace,
     username: isBlank(request.userName) ? undefined : request.userName,
     password: isBlank(request.password) ? undefined : request.password,
     labels: {},
-    options: { [NACOS_SYNC_NAME_OPTION]: clusterName },
+    options: { ...connect.options, [NACOS_SYNC_NAME_OPTION]: clusterName },
   };
   checkedByKind(spec);
   return spec;
@@ -166,20 +167,49 @@ export function kindOf(clusterType: string): string {
  * nacos-sync connect keys as regsync endpoints: an entry may hold several servers separated by
  * commas (a ZooKeeper connect string), `http://` is dropped, a missing port becomes the kind's
  * default; duplicates go. Paths, query strings (`?key=1`) and `https://` have no regsync
- * equivalent here and are refused, naming the entry.
+ * equivalent here and are refused, naming the entry, except for kinds that read URLs
+ * ({@link connectKeysOf}).
  */
 export function endpointsOf(connectKeys: readonly string[], kind: string): string[] {
+  return connectKeysOf(connectKeys, kind).endpoints;
+}
+
+/**
+ * {@link endpointsOf}, and the options connect keys written as URLs say, for kinds that read them
+ * (`KindDescriptor.connectKeyUrl`: a Eureka service URL's path is its context path). Every URL of
+ * one cluster must say the same options.
+ */
+export function connectKeysOf(connectKeys: readonly string[], kind: string): { endpoints: string[]; options: Record<string, unknown> } {
   const endpoints: string[] = [];
+  let options: Record<string, unknown> | undefined;
+  const fromUrl = kindNamed(kind)?.connectKeyUrl;
   for (const entry of connectKeys) {
     for (const piece of entry.split(',')) {
       const key = piece.trim();
       if (key === '') continue;
-      const endpoint = endpointOf(key, kind);
+      let endpoint: string;
+      if (fromUrl !== undefined && /^https?:\/\//i.test(key)) {
+        let url: URL;
+        try {
+          url = new URL(key);
+        } catch {
+          throw new NacosSyncError(`connectKeyList entry ${key.slice(0, 200)} is not a URL`);
+        }
+        if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+          throw new NacosSyncError(`connectKeyList entry ${key.slice(0, 200)}: parameters and credentials are not supported in the URL`);
+        }
+        const read = fromUrl(url);
+        if (options !== undefined && JSON.stringify(options) !== JSON.stringify(read.options)) {
+          throw new NacosSyncError(`connectKeyList entry ${key.slice(0, 200)}: every URL of a cluster must have the same scheme and path`);
+        }
+        options = read.options;
+        endpoint = endpointOf(read.endpoint, kind);
+      } else endpoint = endpointOf(key, kind);
       if (!endpoints.includes(endpoint)) endpoints.push(endpoint);
     }
   }
   if (endpoints.length > 32) throw new NacosSyncError(`connectKeyList has ${endpoints.length} servers; at most 32 are allowed`);
-  return endpoints;
+  return { endpoints, options: options ?? {} };
 }
 
 const ENDPOINT = new RegExp(ENDPOINT_PATTERN);

@@ -62,6 +62,12 @@ export interface KindDescriptor<Name extends string = string> {
   readonly nacosSyncType?: string | undefined;
   /** Whether the adapter reads `username` and `password`; false where it authenticates otherwise (a kubeconfig). */
   readonly usesCredentials: boolean;
+  /**
+   * How a nacos-sync connect key written as a URL (`http://h:8761/eureka/`, as nacos-sync stores a
+   * Eureka server) reads for this kind: the endpoint and the options the URL says (its path, its
+   * scheme). Absent: URLs with a path or `https://` are refused.
+   */
+  readonly connectKeyUrl?: ((url: URL) => { endpoint: string; options: Record<string, unknown> }) | undefined;
   /** Every option the kind reads from `ClusterSpec.options`; any other key is refused (except {@link SHARED_CLUSTER_OPTIONS}). */
   readonly options: readonly KindOption[];
   /**
