@@ -14,7 +14,8 @@ import { waitUntil } from '../support/wait-until.js';
  * Eureka both ways through regsync, with the real eureka-js-client as Spring-style services use
  * it: an instance it registers reaches Nacos and Kubernetes and leaves them when it stops; a Nacos
  * instance copied into Eureka is found by the client through its VIP address, outlives three lease
- * durations on the heartbeat proxy's renewals, and is cancelled with its source. The server's
+ * durations on the heartbeat proxy's renewals, comes back when the server loses its lease, and is
+ * cancelled with its source. The server's
  * response cache (list reads a second behind) makes no copy flap.
  */
 
@@ -152,6 +153,12 @@ describe('Eureka <-> Nacos and Eureka -> Kubernetes', () => {
     expect(eureka.instances('BILLING')).toHaveLength(1);
     expect(Date.now() - (eureka.instances('BILLING')[0]?.lease.registrationTimestamp ?? Date.now())).toBeGreaterThan(3 * LEASE_S * 1000);
     expect([writes('POST'), writes('DELETE')]).toEqual([1, 0]);
+
+    // The server loses the lease (evicted, a restart): the next renewal answers 404 and registers it again.
+    expect(eureka.evict(Date.now() + 10 * LEASE_S * 1000)).toBe(1);
+    await waitUntil(() => eureka.instances('BILLING').length === 1, { message: 'the copy registered again after a 404 renewal', timeoutMs: 30_000 });
+    expect(eureka.requests.some((r) => r.method === 'PUT' && r.path === '/apps/BILLING/10.60.0.3:billing:8080' && r.status === 404)).toBe(true);
+    expect(writes('POST')).toBe(2);
 
     nacos.store.deregister('public', 'DEFAULT_GROUP', 'billing', '10.60.0.3', 8080, 'DEFAULT');
     await waitUntil(() => eureka.instances('BILLING').length === 0, { message: 'the copy cancelled', timeoutMs: 30_000 });
