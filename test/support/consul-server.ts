@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { createServer as createHttpsServer } from 'node:https';
+import { listenRestartable } from './restartable-server.js';
 
 /** A health check's state, as Consul spells it. */
 export type ConsulHealth = 'passing' | 'warning' | 'critical';
@@ -253,7 +253,6 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
   let allTouched = false;
   const ttls = new Map<string, TtlTimer>();
   const requests: ConsulRequestRecord[] = [];
-  const sockets = new Set<Socket>();
 
   const bump = (): number => (raft += 1);
   const setServiceIndex = (name: string, index: number): void => {
@@ -833,25 +832,10 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
       ? createServer((req, res) => void handle(req, res))
       : // An https.Server is an http.Server over TLS: every use below is common to both.
         (createHttpsServer({ key: options.tls.key, cert: options.tls.cert }, (req, res) => void handle(req, res)) as unknown as Server);
-  let server: Server = listener();
-  const track = (s: Server) =>
-    s.on('connection', (socket) => {
-      sockets.add(socket);
-      socket.on('close', () => sockets.delete(socket));
-    });
-  track(server);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
-
-  const stopListening = async (): Promise<void> => {
+  const listening = await listenRestartable(listener, () => {
     for (const w of [...waiters]) waiters.delete(w);
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    for (const s of sockets) s.destroy();
-    await closed;
-  };
+  });
+  const port = listening.port;
 
   return {
     endpoint: `127.0.0.1:${port}`,
@@ -877,19 +861,12 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
       wake();
     },
     waitingQueries: () => waiters.size,
-    stop: stopListening,
-    async start() {
-      server = listener();
-      track(server);
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, '127.0.0.1', () => resolve());
-      });
-    },
+    stop: () => listening.stop(),
+    start: () => listening.start(),
     async close() {
       for (const t of ttls.values()) clearTimeout(t.timer);
       ttls.clear();
-      if (server.listening) await stopListening();
+      await listening.close();
     },
   };
 }

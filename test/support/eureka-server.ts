@@ -1,5 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { listenRestartable } from './restartable-server.js';
 
 /** Instance statuses, as Eureka spells them. */
 export type EurekaStatus = 'UP' | 'DOWN' | 'STARTING' | 'OUT_OF_SERVICE' | 'UNKNOWN';
@@ -132,7 +132,6 @@ export async function startEurekaServer(options: EurekaServerOptions = {}): Prom
   const registry = new Map<string, Map<string, EurekaInstance>>();
   const deltas: DeltaEntry[] = [];
   const requests: EurekaRequestRecord[] = [];
-  const sockets = new Set<Socket>();
   let deltaVersion = 0;
   /** The read cache: rendered documents of the last refresh, by path. */
   let cached: Snapshot = snapshot();
@@ -454,18 +453,8 @@ export async function startEurekaServer(options: EurekaServerOptions = {}): Prom
     }
   };
 
-  let server: Server = createServer((req, res) => void handle(req, res));
-  const track = (s: Server) =>
-    s.on('connection', (socket) => {
-      sockets.add(socket);
-      socket.on('close', () => sockets.delete(socket));
-    });
-  track(server);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
+  const listening = await listenRestartable(() => createServer((req, res) => void handle(req, res)));
+  const port = listening.port;
 
   // The read cache refreshes at multiples of its period, as Eureka's timer does.
   let cacheTimer: ReturnType<typeof setTimeout> | undefined;
@@ -481,12 +470,6 @@ export async function startEurekaServer(options: EurekaServerOptions = {}): Prom
   const evictionTimer = evictionIntervalMs > 0 ? setInterval(() => evict(), evictionIntervalMs) : undefined;
   evictionTimer?.unref();
 
-  const stopListening = async (): Promise<void> => {
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    for (const s of sockets) s.destroy();
-    await closed;
-  };
-
   return {
     endpoint: `127.0.0.1:${port}`,
     port,
@@ -495,19 +478,12 @@ export async function startEurekaServer(options: EurekaServerOptions = {}): Prom
     instances: (app) => (app === undefined ? [...registry.values()].flatMap((byId) => [...byId.values()]) : [...(registry.get(app.toUpperCase())?.values() ?? [])]),
     evict,
     refreshReadCache,
-    stop: stopListening,
-    async start() {
-      server = createServer((req, res) => void handle(req, res));
-      track(server);
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, '127.0.0.1', () => resolve());
-      });
-    },
+    stop: () => listening.stop(),
+    start: () => listening.start(),
     async close() {
       if (cacheTimer !== undefined) clearTimeout(cacheTimer);
       if (evictionTimer !== undefined) clearInterval(evictionTimer);
-      if (server.listening) await stopListening();
+      await listening.close();
     },
   };
 }
