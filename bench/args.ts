@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 
 /** The phases of a run, in the order they run. */
-export const PHASES = ['raw', 'cold', 'latency', 'zk', 'rest', 'grpc-latency', 'grpc-cold', 'dns', 'consul', 'shards'] as const;
+export const PHASES = ['raw', 'cold', 'latency', 'zk', 'rest', 'grpc-latency', 'grpc-cold', 'dns', 'consul', 'eureka', 'shards'] as const;
 export type Phase = (typeof PHASES)[number];
 
 /** What one run measures and how hard it pushes. */
@@ -58,6 +58,10 @@ export interface BenchArgs {
   consulInstances: number;
   /** Services of the warm-up sync before each direction of the Consul phase (0: none). */
   consulWarmupServices: number;
+  /** Services, instances per service and warm-up services of the Eureka phase (as the Consul phase's). */
+  eurekaServices: number;
+  eurekaInstances: number;
+  eurekaWarmupServices: number;
   /** Phases to run (default all). */
   only: Phase[];
   json: boolean;
@@ -124,8 +128,11 @@ export const USAGE = `usage: npm run bench -- [options]
   --consul-instances <n> instances per service there (default 5)
   --consul-warmup <n> services of a warm-up sync before each direction (default: as many copies
                       as the raw rounds' warm-up registrations; 0 skips)
+  --eureka-services <n>, --eureka-instances <n>, --eureka-warmup <n>  the same for the Eureka
+                      phase, Nacos -> Eureka and Eureka -> Nacos (default 1000, --quick 100; 5; as
+                      many copies as the raw warm-up)
   --only <list>       phases to run, comma separated: raw,cold,latency,zk,rest,grpc-latency,
-                      grpc-cold,dns,consul,shards (default all)
+                      grpc-cold,dns,consul,eureka,shards (default all)
   --profile           write a CPU profile of the regsync process (node --cpu-prof) and print
                       where its time went; best with --only (one phase per profile)
   --profile-dir <dir> where the profile goes (default dist/bench-profiles; implies --profile)
@@ -196,6 +203,9 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
         'consul-services': { type: 'string' },
         'consul-instances': { type: 'string' },
         'consul-warmup': { type: 'string' },
+        'eureka-services': { type: 'string' },
+        'eureka-instances': { type: 'string' },
+        'eureka-warmup': { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -225,6 +235,11 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
   const consulServices = positiveInt('consul-services', v['consul-services'], quick ? 100 : 1_000);
   const consulInstances = positiveInt('consul-instances', v['consul-instances'], 5);
   if (consulServices * consulInstances > 1 << 22) throw new UsageError('--consul-services x --consul-instances must stay below 4 million');
+  const eurekaServices = positiveInt('eureka-services', v['eureka-services'], quick ? 100 : 1_000);
+  const eurekaInstances = positiveInt('eureka-instances', v['eureka-instances'], 5);
+  if (eurekaServices * eurekaInstances > 1 << 22) throw new UsageError('--eureka-services x --eureka-instances must stay below 4 million');
+  const warmupOf = (name: string, value: string | undefined, copies: number, perService: number): number =>
+    value === '0' ? 0 : positiveInt(name, value, Math.max(1, Math.round(rawWarmupWrites(copies) / perService)));
   if (services * instances > 16_000_000) throw new UsageError('--services x --instances must stay below 16 million (one 10.x.y.z address each)');
   return {
     services,
@@ -254,8 +269,10 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
     dnsChanges: positiveInt('dns-changes', v['dns-changes'], quick ? 5 : 20),
     consulServices,
     consulInstances,
-    consulWarmupServices:
-      v['consul-warmup'] === '0' ? 0 : positiveInt('consul-warmup', v['consul-warmup'], Math.max(1, Math.round(rawWarmupWrites(consulServices * consulInstances) / consulInstances))),
+    consulWarmupServices: warmupOf('consul-warmup', v['consul-warmup'], consulServices * consulInstances, consulInstances),
+    eurekaServices,
+    eurekaInstances,
+    eurekaWarmupServices: warmupOf('eureka-warmup', v['eureka-warmup'], eurekaServices * eurekaInstances, eurekaInstances),
     only: PHASES.filter((p) => only.includes(p)),
     json: v.json ?? false,
     quick,

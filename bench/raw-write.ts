@@ -1,10 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import { Worker } from 'node:worker_threads';
 import { rawWarmupWrites } from './args.js';
 import { startRegistry } from '../src/registry/index.js';
 import { GROUP, NAMESPACE } from './instances.js';
-import { CpuMeter, type CpuShares } from './proc-stats.js';
-import type { WriteLoadInput, WriteLoadResult } from './write-load.js';
+import type { CpuShares } from './proc-stats.js';
+import { runWriteWorker, type WriteLoadInput } from './write-generator.js';
 
 /** Result of measurement 1. */
 export interface RawWriteResult {
@@ -63,28 +62,8 @@ async function measureRound(
   const registry = await startRegistry({ port: 0 });
   const warmup = rawWarmupWrites(opts.writes);
   const input: WriteLoadInput = { url: registry.url, writes: opts.writes, services: opts.services, concurrency: opts.concurrency, warmup };
-  const worker = new Worker(new URL('./write-load.js', import.meta.url), { workerData: input });
-  const started = performance.now();
-  let eluStart = performance.eventLoopUtilization();
-  const meter = new CpuMeter();
-  let metering: Promise<void> | undefined;
-  let timer: NodeJS.Timeout | undefined;
   try {
-    const outcome = await new Promise<{ result: WriteLoadResult } | { timedOut: true }>((resolve, reject) => {
-      timer = setTimeout(() => resolve({ timedOut: true }), deadlineMs);
-      worker.on('message', (msg: { measuring?: true; result?: WriteLoadResult; error?: string }) => {
-        if (msg.measuring) {
-          eluStart = performance.eventLoopUtilization();
-          metering = meter.start();
-        }
-        else if (msg.result) resolve({ result: msg.result });
-        else reject(new Error(`raw write generator failed: ${msg.error ?? 'unknown error'}`));
-      });
-      worker.once('error', reject);
-      worker.once('exit', (code) => reject(new Error(`raw write generator exited with code ${code}`)));
-    });
-    const registryLoop = performance.eventLoopUtilization(eluStart).utilization;
-    const cpu = metering ? await metering.then(() => meter.stop()) : undefined;
+    const { outcome, serverLoop: registryLoop, cpu, startedAt: started } = await runWriteWorker(new URL('./write-load.js', import.meta.url), input, deadlineMs, 'raw write generator');
     let stored = 0;
     for (const s of registry.store.listServices(NAMESPACE, GROUP)) if (s.name.startsWith('svc-')) stored += s.instances.size;
     if ('timedOut' in outcome) {
@@ -121,9 +100,6 @@ async function measureRound(
       rounds: [],
     };
   } finally {
-    if (timer) clearTimeout(timer);
-    worker.removeAllListeners('exit');
-    await worker.terminate();
     await registry.close();
   }
 }

@@ -1,5 +1,7 @@
 import type { DnsBenchResult } from './dns.js';
-import type { ConsulBenchResult, ConsulSyncResult } from './consul.js';
+import type { ConsulBenchResult } from './consul.js';
+import type { EurekaBenchResult } from './eureka.js';
+import type { ForeignBenchResult, ForeignSyncResult, RawRoundResult } from './foreign-registry.js';
 import type { BenchArgs } from './args.js';
 import type { ColdSyncPair, ColdSyncResult } from './cold-sync.js';
 import type { CpuShares } from './proc-stats.js';
@@ -50,6 +52,8 @@ export interface BenchResult {
   dns: DnsBenchResult | undefined;
   /** Cold sync Nacos -> Consul and Consul -> Nacos next to the test Consul's raw write rate. */
   consul: ConsulBenchResult | undefined;
+  /** Cold sync Nacos -> Eureka and Eureka -> Nacos next to the test Eureka's raw register rate. */
+  eureka: EurekaBenchResult | undefined;
   /** CPU profiles of the regsync processes of the gRPC phases (with --profile). */
   grpcProfiles?: ProfileSummary[];
   shards: ShardedResult | undefined;
@@ -181,39 +185,69 @@ function shardedLines(s: ShardedResult): string[] {
   return out;
 }
 
-/** The Consul phase's rows: the raw rate, then each direction with its share of the raw round just before it. */
-function consulRows(c: ConsulBenchResult): string[][] {
+/** A foreign-registry phase (Consul, Eureka) as the report shows it. */
+interface ForeignView {
+  /** Row letter (`K`: Consul). */
+  letter: string;
+  /** `Consul`. */
+  label: string;
+  /** What a raw write is (`catalog registrations`). */
+  writes: string;
+  raw: RawRoundResult[];
+  services: number;
+  instances: number;
+  /** Each direction with its row label and the requests the registry received. */
+  syncs: Array<{ label: string; x: Omit<ForeignSyncResult, 'requestsToRegistry'>; requests: Record<string, number> }>;
+  regsync: ForeignBenchResult['regsync'];
+}
+
+function consulView(c: ConsulBenchResult): ForeignView {
+  const syncs: ForeignView['syncs'] = [];
+  if (c.toConsul) syncs.push({ label: 'cold sync Nacos -> Consul', x: c.toConsul, requests: c.toConsul.requestsToConsul });
+  if (c.toNacos) syncs.push({ label: 'cold sync Consul -> Nacos', x: c.toNacos, requests: c.toNacos.requestsToConsul });
+  return { letter: 'K', label: 'Consul', writes: 'catalog registrations', raw: c.raw, services: c.services, instances: c.instances, syncs, regsync: c.regsync };
+}
+
+function eurekaView(c: ForeignBenchResult, pollIntervalMs: number): ForeignView {
+  const syncs: ForeignView['syncs'] = [];
+  if (c.toRegistry) syncs.push({ label: 'cold sync Nacos -> Eureka', x: c.toRegistry, requests: c.toRegistry.requestsToRegistry });
+  if (c.toNacos) syncs.push({ label: `cold sync Eureka -> Nacos (delta poll ${pollIntervalMs / 1000} s)`, x: c.toNacos, requests: c.toNacos.requestsToRegistry });
+  return { letter: 'E', label: 'Eureka', writes: 'registrations (POST /apps/{APP})', raw: c.raw, services: c.services, instances: c.instances, syncs, regsync: c.regsync };
+}
+
+/** A foreign-registry phase's rows: the raw rate, then each direction with its share of the raw round just before it. */
+function foreignRows(c: ForeignView): string[][] {
   const rows: string[][] = [];
   const rates = c.raw.map((x) => x.writesPerSecond);
   const failed = c.raw.some((x) => x.failed > 0 || x.timedOut);
   if (c.raw.length > 0) {
     rows.push([
-      'K',
-      'raw test Consul write rate',
-      `${rates.map((x) => int(x)).join(', ')} registrations/s (${int(c.raw[0]?.writes ?? 0)} catalog registrations at concurrency ${c.raw[0]?.concurrency ?? 0}; a round before each direction)`,
+      c.letter,
+      `raw test ${c.label} write rate`,
+      `${rates.map((x) => int(x)).join(', ')} registrations/s (${int(c.raw[0]?.writes ?? 0)} ${c.writes} at concurrency ${c.raw[0]?.concurrency ?? 0}; a round before each direction)`,
       'the ceiling',
       (failed ? 'INCOMPLETE' : '') + disturbed(...c.raw.map((x) => x.cpu)).trim(),
     ]);
   }
-  const row = (x: ConsulSyncResult, label: string): string[] => [
-    'K',
-    label,
-    `${int(c.services)} x ${c.instances} in ${seconds(x.elapsedMs)}, ${int(x.copiesPerSecond)} copies/s` +
-      (x.ratioToRaw === undefined ? '' : ` = ${(x.ratioToRaw * 100).toFixed(1)}% of ${int(x.rawWritesPerSecond as number)} raw Consul registrations/s just before`) +
-      (x.ratioToNacosRaw === undefined ? '' : `; ${(x.ratioToNacosRaw * 100).toFixed(1)}% of ${int(x.nacosRawWritesPerSecond as number)} raw Nacos writes/s`) +
-      (x.timedOut ? ` (TIMED OUT at ${int(x.reached)}/${int(x.expected)})` : ''),
-    'figure (vs the raw rate)',
-    disturbed(x.cpu).trim(),
-  ];
-  if (c.toConsul) rows.push(row(c.toConsul, 'cold sync Nacos -> Consul'));
-  if (c.toNacos) rows.push(row(c.toNacos, 'cold sync Consul -> Nacos'));
+  for (const { label, x } of c.syncs) {
+    rows.push([
+      c.letter,
+      label,
+      `${int(c.services)} x ${c.instances} in ${seconds(x.elapsedMs)}, ${int(x.copiesPerSecond)} copies/s` +
+        (x.ratioToRaw === undefined ? '' : ` = ${(x.ratioToRaw * 100).toFixed(1)}% of ${int(x.rawWritesPerSecond as number)} raw ${c.label} registrations/s just before`) +
+        (x.ratioToNacosRaw === undefined ? '' : `; ${(x.ratioToNacosRaw * 100).toFixed(1)}% of ${int(x.nacosRawWritesPerSecond as number)} raw Nacos writes/s`) +
+        (x.timedOut ? ` (TIMED OUT at ${int(x.reached)}/${int(x.expected)})` : ''),
+      'figure (vs the raw rate)',
+      disturbed(x.cpu).trim(),
+    ]);
+  }
   return rows;
 }
 
-function consulLines(c: ConsulBenchResult): string[] {
+function foreignLines(c: ForeignView): string[] {
   const out = c.raw.map(
     (w, i) =>
-      `  (K raw ${i + 1}) ${int(w.ok)} in ${seconds(w.elapsedMs)} after ${int(w.warmup)} warm-up registrations; server thread busy ${percent(w.serverLoop)}, generator thread busy ${Number.isNaN(w.generatorLoop) ? 'n/a' : percent(w.generatorLoop)}; ` +
+      `  (${c.letter} raw ${i + 1}) ${int(w.ok)} in ${seconds(w.elapsedMs)} after ${int(w.warmup)} warm-up registrations; server thread busy ${percent(w.serverLoop)}, generator thread busy ${Number.isNaN(w.generatorLoop) ? 'n/a' : percent(w.generatorLoop)}; ` +
       `${w.cpu ? `CPU: this process ${percent(w.cpu.bench)}, everything else ${percent(w.cpu.others ?? 0)}; ` : ''}${int(w.failed)} failed${w.firstError ? ` (${w.firstError})` : ''}; the server holds ${int(w.stored)}`,
   );
   const counts = (x: Record<string, number>) =>
@@ -221,19 +255,18 @@ function consulLines(c: ConsulBenchResult): string[] {
       .sort((a, b) => b[1] - a[1])
       .map(([k, n]) => `${k} x${int(n)}`)
       .join(', ') || 'none';
-  for (const x of [c.toConsul, c.toNacos]) {
-    if (x === undefined) continue;
+  for (const { x, requests } of c.syncs) {
     out.push(
-      `  (K ${x.direction}) ${x.warmup ? `after a warm-up sync of ${int(x.warmup.services)} services (${seconds(x.warmup.elapsedMs)}): ` : ''}task created (POST answered) after ${millis(x.taskCreatedMs)}, first copy after ${x.firstCopyMs === undefined ? 'n/a' : millis(x.firstCopyMs)}; ${x.writesPerCopy.toFixed(2)} writes per copy`,
+      `  (${c.letter} ${x.direction}) ${x.warmup ? `after a warm-up sync of ${int(x.warmup.services)} services (${seconds(x.warmup.elapsedMs)}): ` : ''}task created (POST answered) after ${millis(x.taskCreatedMs)}, first copy after ${x.firstCopyMs === undefined ? 'n/a' : millis(x.firstCopyMs)}; ${x.writesPerCopy.toFixed(2)} writes per copy`,
       `      CPU: ${cpuLine(x.cpu)}`,
-      `      requests to Consul: ${counts(x.requestsToConsul)}`,
+      `      requests to ${c.label}: ${counts(requests)}`,
       `      requests to Nacos: ${requestsLine(x.requestsToNacos)}`,
       `      copies over time: ${x.timeline.map(([t, n]) => `${t}s:${int(n)}`).join(' ')}`,
     );
   }
   if (c.regsync) {
     out.push(
-      `  (K) regsync: ${c.regsync.logProblems.length === 0 ? 'no warnings or errors' : c.regsync.logProblems.map((x) => `${x.level} "${x.msg}" x${x.count}`).join('; ')}; log ${c.regsync.logFile}`,
+      `  (${c.letter}) regsync: ${c.regsync.logProblems.length === 0 ? 'no warnings or errors' : c.regsync.logProblems.map((x) => `${x.level} "${x.msg}" x${x.count}`).join('; ')}; log ${c.regsync.logFile}`,
     );
   }
   return out;
@@ -341,7 +374,8 @@ export function formatReport(r: BenchResult): string {
       verdict(d.changeMs.count > 0 && d.changeMs.max <= 1_000),
     ]);
   }
-  if (r.consul) rows.push(...consulRows(r.consul));
+  if (r.consul) rows.push(...foreignRows(consulView(r.consul)));
+  if (r.eureka) rows.push(...foreignRows(eurekaView(r.eureka, r.eureka.pollIntervalMs)));
   if (r.shards) {
     const s = r.shards;
     const f = s.failover;
@@ -451,9 +485,10 @@ export function formatReport(r: BenchResult): string {
         : `      log: ${g.logProblems.map((x) => `${x.level} "${x.msg}" x${x.count}`).join('; ')}`,
     );
   }
-  if (r.consul) out.push(...consulLines(r.consul));
+  if (r.consul) out.push(...foreignLines(consulView(r.consul)));
+  if (r.eureka) out.push(...foreignLines(eurekaView(r.eureka, r.eureka.pollIntervalMs)));
   if (r.shards) out.push(...shardedLines(r.shards));
   for (const e of r.errors) out.push(`  ERROR ${e}`);
-  for (const s of [...(r.regsync?.profile ?? []), ...(r.grpcProfiles ?? []), ...(r.consul?.regsync?.profile ?? [])]) out.push('', formatProfileSummary(s));
+  for (const s of [...(r.regsync?.profile ?? []), ...(r.grpcProfiles ?? []), ...(r.consul?.regsync?.profile ?? []), ...(r.eureka?.regsync?.profile ?? [])]) out.push('', formatProfileSummary(s));
   return out.join('\n');
 }

@@ -16,6 +16,8 @@ import { grpcProfiles, measureAtRest, measureGrpcCold, measureGrpcLatency } from
 import { measureSharded } from './sharded.js';
 import { measureDns } from './dns.js';
 import { measureConsul } from './consul.js';
+import { measureEureka } from './eureka.js';
+import type { ForeignOptions } from './foreign-registry.js';
 
 /*
  * `npm run bench`: the measurements of regsync's performance on this machine, bounded in time.
@@ -67,6 +69,7 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
     grpcCold: undefined,
     dns: undefined,
     consul: undefined,
+    eureka: undefined,
     shards: undefined,
     regsync: undefined,
     errors: [],
@@ -94,24 +97,30 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
       }
     }
     await runGrpcPhases(args, result, phaseMs);
-    if (args.only.includes('consul')) {
-      progress(`consul: ${args.consulServices.toLocaleString('en-US')} services x ${args.consulInstances} instances, Nacos -> Consul and Consul -> Nacos, its own redis-server and registries`);
+    // The foreign-registry phases: each its own deployment (see bench/foreign-registry.ts).
+    const foreign = [
+      {
+        phase: 'consul',
+        label: 'Consul',
+        size: [args.consulServices, args.consulInstances, args.consulWarmupServices],
+        run: async (o: ForeignOptions) => (result.consul = await measureConsul(o, phaseMs, progress)).errors,
+      },
+      {
+        phase: 'eureka',
+        label: 'Eureka',
+        size: [args.eurekaServices, args.eurekaInstances, args.eurekaWarmupServices],
+        run: async (o: ForeignOptions) => (result.eureka = await measureEureka(o, phaseMs, progress)).errors,
+      },
+    ] as const;
+    for (const f of foreign) {
+      if (!args.only.includes(f.phase)) continue;
+      const [services, instances, warmupServices] = f.size;
+      progress(`${f.phase}: ${services.toLocaleString('en-US')} services x ${instances} instances, Nacos -> ${f.label} and ${f.label} -> Nacos, its own redis-server and registries`);
       try {
-        result.consul = await measureConsul(
-          {
-            services: args.consulServices,
-            instances: args.consulInstances,
-            warmupServices: args.consulWarmupServices,
-            nacosConcurrency: args.concurrency,
-            profileDir: args.profileDir,
-            nodeFlags: args.regsyncNodeFlags,
-          },
-          phaseMs,
-          progress,
-        );
-        for (const e of result.consul.errors) result.errors.push(`consul phase: ${e}`);
+        const errors = await f.run({ services, instances, warmupServices, nacosConcurrency: args.concurrency, profileDir: args.profileDir, nodeFlags: args.regsyncNodeFlags });
+        for (const e of errors) result.errors.push(`${f.phase} phase: ${e}`);
       } catch (err) {
-        result.errors.push(`consul phase: ${describe(err)}`);
+        result.errors.push(`${f.phase} phase: ${describe(err)}`);
       }
     }
     if (args.only.includes('shards')) {

@@ -149,7 +149,23 @@ export async function startEurekaServer(options: EurekaServerOptions = {}): Prom
   const refreshReadCache = () => {
     cached = snapshot();
   };
-  const readView = (): Snapshot => (readCacheMs > 0 ? cached : snapshot());
+  /**
+   * What list reads see: the read cache, or the registry itself when there is none (answered
+   * within the same turn, so nothing changes under it; a copy per read would make each
+   * `GET /apps/{APP}` cost as much as the whole registry).
+   */
+  const readView = (): Snapshot => {
+    if (readCacheMs > 0) return cached;
+    const apps = new Map<string, EurekaInstance[]>();
+    for (const [app, byId] of registry) apps.set(app, [...byId.values()]);
+    return { apps, deltas, version: deltaVersion };
+  };
+  /** The instances of one application as list reads see them. */
+  const readApp = (app: string): EurekaInstance[] | undefined => {
+    if (readCacheMs > 0) return cached.apps.get(app);
+    const byId = registry.get(app);
+    return byId === undefined ? undefined : [...byId.values()];
+  };
 
   const recordDelta = (action: DeltaEntry['action'], instance: EurekaInstance) => {
     const now = Date.now();
@@ -378,7 +394,7 @@ export async function startEurekaServer(options: EurekaServerOptions = {}): Prom
       }
       if (root === 'apps' && app !== undefined && parts.length === 2) {
         if (method === 'GET') {
-          const list = readView().apps.get(app);
+          const list = readApp(app);
           if (list === undefined || list.length === 0) throw new HttpError(404, 'Not Found');
           return send(200, { application: { name: app, instance: list.map((i) => render(i)) } });
         }
