@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,7 +7,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningRegistry } from '../../src/registry/index.js';
 import { apiWithToken } from '../support/http.js';
-import { chromiumMissing, openChromium, type OpenBrowser } from '../support/browser.js';
+import { buildDashboard, chromiumMissing, openChromium, type OpenBrowser } from '../support/browser.js';
 import { startK8sApiServer, type K8sApiServer } from '../support/k8s-api-server.js';
 import { addRegistry, persistent, startFixture, startSync, stopFixture, testLogger, type SyncFixture } from '../support/sync-fixture.js';
 import { waitUntil } from '../support/wait-until.js';
@@ -64,8 +63,7 @@ describe.skipIf(browserMissing)('the clusters page of the dashboard', () => {
       .flatMap((s) => (s.endpoints as Array<{ addresses: string[] }>).flatMap((e) => e.addresses));
 
   beforeAll(async () => {
-    const built = spawnSync('npm', ['run', '--silent', 'build:dashboard'], { cwd: ROOT, encoding: 'utf8' });
-    if (built.status !== 0) throw new Error(`npm run build:dashboard failed:\n${built.stdout}\n${built.stderr}`);
+    buildDashboard();
     mkdirSync(SCREENSHOTS, { recursive: true });
 
     dir = await mkdtemp(join(tmpdir(), 'regsync-dashboard-clusters-'));

@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,7 +7,7 @@ import type { RunningRegistry } from '../../src/registry/index.js';
 import { apiWithToken } from '../support/http.js';
 import { freePort } from '../support/ports.js';
 import { addRegistry, persistent, startFixture, startSync, stopFixture, testLogger, type SyncFixture } from '../support/sync-fixture.js';
-import { chromiumMissing, openChromium, type OpenBrowser } from '../support/browser.js';
+import { buildDashboard, chromiumMissing, openChromium, type OpenBrowser } from '../support/browser.js';
 import { waitUntil } from '../support/wait-until.js';
 
 /*
@@ -59,8 +58,7 @@ describe.skipIf(browserMissing)('the task list of the dashboard', () => {
   };
 
   beforeAll(async () => {
-    const built = spawnSync('npm', ['run', '--silent', 'build:dashboard'], { cwd: ROOT, encoding: 'utf8' });
-    if (built.status !== 0) throw new Error(`npm run build:dashboard failed:\n${built.stdout}\n${built.stderr}`);
+    buildDashboard();
     mkdirSync(SCREENSHOTS, { recursive: true });
 
     fx = await startFixture();

@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningRegistry } from '../../src/registry/index.js';
 import { freePort } from '../support/ports.js';
 import { addRegistry, api, copiesIn, defineTask, startFixture, startSync, stopFixture, testLogger, type SyncFixture } from '../support/sync-fixture.js';
-import { chromiumMissing, openChromium, type OpenBrowser } from '../support/browser.js';
+import { buildDashboard, chromiumMissing, openChromium, type OpenBrowser } from '../support/browser.js';
 import { waitUntil } from '../support/wait-until.js';
 
 /*
@@ -38,8 +37,7 @@ describe.skipIf(browserMissing)('the topology on the dashboard', () => {
   const edge = (from: string, to: string) => page.locator(`#topology [data-edge="${from}->${to}"]`);
 
   beforeAll(async () => {
-    const built = spawnSync('npm', ['run', '--silent', 'build:dashboard'], { cwd: ROOT, encoding: 'utf8' });
-    if (built.status !== 0) throw new Error(`npm run build:dashboard failed:\n${built.stdout}\n${built.stderr}`);
+    buildDashboard();
     mkdirSync(SCREENSHOTS, { recursive: true });
 
     fx = await startFixture();

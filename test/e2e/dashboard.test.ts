@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KINDS } from '../../adapters/kinds.js';
 import type { RunningRegistry } from '../../src/registry/index.js';
 import { apiWithToken } from '../support/http.js';
-import { chromiumMissing, openChromium, type OpenBrowser } from '../support/browser.js';
+import { buildDashboard, chromiumMissing, openChromium, type OpenBrowser } from '../support/browser.js';
 import { waitUntil } from '../support/wait-until.js';
 import { addRegistry, copiesIn, registerNative, startFixture, startSync, stopFixture, testLogger, type NativeInstance, type SyncFixture } from '../support/sync-fixture.js';
 
@@ -47,9 +46,7 @@ describe.skipIf(browserMissing)('the dashboard in headless Chromium', () => {
   const nav = (name: string) => page.locator('header nav').getByRole('link', { name, exact: true }).click();
 
   beforeAll(async () => {
-    // The assets the server serves, from the current sources (a few seconds; `npm run build` does the same).
-    const built = spawnSync('npm', ['run', '--silent', 'build:dashboard'], { cwd: ROOT, encoding: 'utf8' });
-    if (built.status !== 0) throw new Error(`npm run build:dashboard failed:\n${built.stdout}\n${built.stderr}`);
+    buildDashboard();
     mkdirSync(SCREENSHOTS, { recursive: true });
 
     fx = await startFixture();
