@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterSpec, Instance, ServiceKey } from '../../src/model/index.js';
-import { startK8sApiServer, type K8sApiServer, type K8sObject } from '../../test/support/k8s-api-server.js';
+import { startK8sApiServer, type K8sApiServer, type K8sObject, managedSlices } from '../../test/support/k8s-api-server.js';
 import { waitUntil } from '../../test/support/wait-until.js';
 import { createKubernetesAdapter, type KubernetesAdapter } from './kubernetes-adapter.js';
 import { KubernetesApplyError } from './kubernetes-apply-error.js';
@@ -87,10 +87,6 @@ const nativeSlice = (service: string, suffix: string, endpoints: EndpointSpec[],
 
 const byAddress = (a: Instance, b: Instance) => a.ip.localeCompare(b.ip) || a.port - b.port;
 const writesTo = (server: K8sApiServer) => server.requests.filter((r) => ['create', 'update', 'delete'].includes(r.verb)).length;
-const managedSlices = (server: K8sApiServer, service: string, namespace = 'default') =>
-  server
-    .list('endpointslices', namespace)
-    .filter((s) => s.metadata.labels?.['kubernetes.io/service-name'] === service && s.metadata.labels['endpointslice.kubernetes.io/managed-by'] === 'regsync');
 const endpointCount = (slices: K8sObject[]) => slices.reduce((n, s) => n + (s.endpoints as unknown[]).length, 0);
 
 describe('KubernetesAdapter (contract, against the test API server)', () => {

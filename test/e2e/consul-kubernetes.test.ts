@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MARK_ORIGIN, MARK_PATH, MARK_TASK } from '../../src/model/types.js';
 import type { RunningRegistry } from '../../src/registry/index.js';
 import { startConsulServer, type ConsulServer } from '../support/consul-server.js';
-import { startK8sApiServer, type K8sApiServer, type K8sObject } from '../support/k8s-api-server.js';
+import { startK8sApiServer, type K8sApiServer, managedSlices, managedAddresses } from '../support/k8s-api-server.js';
 import { addRegistry, api, copiesIn, countChanges, defineClusters, defineTask, instancesIn, persistent, startFixture, startSync, stopFixture, type SyncFixture } from '../support/sync-fixture.js';
 import { waitUntil } from '../support/wait-until.js';
 
@@ -20,18 +20,6 @@ interface ServiceStatus {
   problems: Array<{ code: string; side: string; cluster: string; message: string }>;
   skipped?: Record<string, number>;
 }
-
-/** The slices regsync wrote for a Service. */
-const managedSlices = (k8s: K8sApiServer, name: string): K8sObject[] =>
-  k8s
-    .list('endpointslices', 'default')
-    .filter((s) => s.metadata.labels?.['kubernetes.io/service-name'] === name && s.metadata.labels['endpointslice.kubernetes.io/managed-by'] === 'regsync');
-
-/** Every endpoint address of those slices, sorted. */
-const addresses = (k8s: K8sApiServer, name: string): string[] =>
-  managedSlices(k8s, name)
-    .flatMap((s) => (s.endpoints as Array<{ addresses: string[] }>).flatMap((e) => e.addresses))
-    .sort();
 
 const k8sWrites = (k8s: K8sApiServer) => k8s.requests.filter((r) => ['create', 'update', 'delete'].includes(r.verb)).length;
 const consulWrites = (consul: ConsulServer) => consul.requests.filter((r) => r.method === 'PUT').length;
@@ -126,7 +114,7 @@ describe('Consul -> Kubernetes, beside consul-k8s', () => {
 
     const since = Date.now();
     await defineTask(url, 'c2k', 'consul', 'k8s', '*');
-    await waitUntil(() => addresses(k8s, 'web').join() === '10.80.0.1', { message: 'the endpoint of web in Kubernetes' });
+    await waitUntil(() => managedAddresses(k8s, 'web').join() === '10.80.0.1', { message: 'the endpoint of web in Kubernetes' });
     const [slice] = managedSlices(k8s, 'web');
     const entries = JSON.parse(slice?.metadata.annotations?.['regsync.io/instances'] as string) as Record<string, { metadata: Record<string, string> }>;
     expect(entries['10.80.0.1:8080#DEFAULT']?.metadata).toMatchObject({ version: '1', 'consul.tags': 'v1', [MARK_ORIGIN]: 'consul', [MARK_PATH]: 'consul', [MARK_TASK]: 'c2k' });
@@ -212,7 +200,7 @@ describe('Consul -> Kubernetes, beside consul-k8s', () => {
     await defineTask(url, 'n2c', 'nacos', 'consul', 'ring');
     await defineTask(url, 'c2k-ring', 'consul', 'k8s', 'ring');
     await defineTask(url, 'k2n', 'k8s', 'nacos', 'ring');
-    await waitUntil(() => addresses(k8s, 'ring').join() === '10.80.1.1', { message: 'the endpoint in Kubernetes' });
+    await waitUntil(() => managedAddresses(k8s, 'ring').join() === '10.80.1.1', { message: 'the endpoint in Kubernetes' });
     const consulRing = () => consulServer.healthService('ring');
     expect(consulRing().map((e) => `${e.Node.Node} ${e.Service.Address}`)).toEqual(['regsync 10.80.1.1']);
     expect(consulRing()[0]?.Service.Meta).toMatchObject({ 'regsync-origin': 'nacos', 'regsync-path': 'nacos', 'regsync-task': 'n2c' });
@@ -233,7 +221,7 @@ describe('Consul -> Kubernetes, beside consul-k8s', () => {
       await reconciledSince(tasks, since);
     }
     expect([nacosChanges.count(), consulWrites(consulServer) - consulBefore, k8sWrites(k8s) - k8sBefore]).toEqual([0, 0, 0]);
-    expect([instancesIn(nacos, 'ring').length, consulRing().length, addresses(k8s, 'ring').length]).toEqual([1, 1, 1]);
+    expect([instancesIn(nacos, 'ring').length, consulRing().length, managedAddresses(k8s, 'ring').length]).toEqual([1, 1, 1]);
   });
   it('the ring the other way round, Nacos -> Kubernetes -> Consul -> Nacos, converges too, marks carried through Consul meta', async () => {
     nacos.store.register('public', 'DEFAULT_GROUP', 'ring2', persistent('10.80.2.1', { app: 'ring2' }));
@@ -251,6 +239,6 @@ describe('Consul -> Kubernetes, beside consul-k8s', () => {
     const since = Date.now();
     for (const id of tasks) expect((await api(url, 'POST', `/api/v1/tasks/${id}/resync`)).status).toBe(202);
     await reconciledSince(tasks, since);
-    expect([instancesIn(nacos, 'ring2').length, (await passing()).length, addresses(k8s, 'ring2').length]).toEqual([1, 1, 1]);
+    expect([instancesIn(nacos, 'ring2').length, (await passing()).length, managedAddresses(k8s, 'ring2').length]).toEqual([1, 1, 1]);
   });
 });

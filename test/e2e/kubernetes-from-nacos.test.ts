@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MARK_ORIGIN, MARK_PATH, MARK_TASK } from '../../src/model/types.js';
 import type { RunningRegistry } from '../../src/registry/index.js';
-import { startK8sApiServer, type K8sApiServer, type K8sObject } from '../support/k8s-api-server.js';
+import { startK8sApiServer, type K8sApiServer, managedSlices, managedAddresses } from '../support/k8s-api-server.js';
 import { addRegistry, api, defineClusters, defineTask, startFixture, startSync, stopFixture, type SyncFixture } from '../support/sync-fixture.js';
 import { waitUntil } from '../support/wait-until.js';
 
@@ -12,18 +12,6 @@ import { waitUntil } from '../support/wait-until.js';
 const HEAVY = { timeoutMs: 90_000, intervalMs: 200 };
 
 const ipOf = (n: number) => `10.50.${n >> 8}.${(n & 255) + 1}`;
-
-/** The slices regsync wrote for a Service. */
-const managedSlices = (k8s: K8sApiServer, name: string): K8sObject[] =>
-  k8s
-    .list('endpointslices', 'default')
-    .filter((s) => s.metadata.labels?.['kubernetes.io/service-name'] === name && s.metadata.labels['endpointslice.kubernetes.io/managed-by'] === 'regsync');
-
-/** Every endpoint address of those slices, sorted. */
-const addresses = (k8s: K8sApiServer, name: string): string[] =>
-  managedSlices(k8s, name)
-    .flatMap((s) => (s.endpoints as Array<{ addresses: string[] }>).flatMap((e) => e.addresses))
-    .sort();
 
 const writes = (k8s: K8sApiServer) => k8s.requests.filter((r) => ['create', 'update', 'delete'].includes(r.verb)).length;
 
@@ -78,7 +66,7 @@ describe('Nacos -> Kubernetes', () => {
   });
 
   it('writes a Service without selector and EndpointSlices marked as regsync\'s, carrying the marks', async () => {
-    await waitUntil(() => addresses(k8s, 'payments').length === 3, { message: 'three endpoints in Kubernetes' });
+    await waitUntil(() => managedAddresses(k8s, 'payments').length === 3, { message: 'three endpoints in Kubernetes' });
     const svc = k8s.get('services', 'default', 'payments');
     expect(svc?.metadata.labels).toEqual({ 'app.kubernetes.io/managed-by': 'regsync' });
     expect(svc?.metadata.annotations).toEqual({ 'regsync.io/service-name': 'payments' });
@@ -103,16 +91,16 @@ describe('Nacos -> Kubernetes', () => {
 
   it('follows the service scaled from 3 to 150 instances, over slices of at most 100', async () => {
     for (let n = 3; n < 150; n += 1) register('payments', n);
-    await waitUntil(() => addresses(k8s, 'payments').length === 150, { ...HEAVY, message: '150 endpoints in Kubernetes' });
+    await waitUntil(() => managedAddresses(k8s, 'payments').length === 150, { ...HEAVY, message: '150 endpoints in Kubernetes' });
     const sizes = managedSlices(k8s, 'payments').map((s) => (s.endpoints as unknown[]).length).sort((a, b) => a - b);
     expect(sizes).toEqual([50, 100]);
-    expect(addresses(k8s, 'payments')).toEqual(Array.from({ length: 150 }, (_, n) => ipOf(n)).sort());
+    expect(managedAddresses(k8s, 'payments')).toEqual(Array.from({ length: 150 }, (_, n) => ipOf(n)).sort());
   });
 
   it('removes the endpoint of an instance that turns unhealthy', async () => {
     register('payments', 77, { healthy: false });
-    await waitUntil(() => addresses(k8s, 'payments').length === 149, { ...HEAVY, message: 'unhealthy instance gone from Kubernetes' });
-    expect(addresses(k8s, 'payments')).not.toContain(ipOf(77));
+    await waitUntil(() => managedAddresses(k8s, 'payments').length === 149, { ...HEAVY, message: 'unhealthy instance gone from Kubernetes' });
+    expect(managedAddresses(k8s, 'payments')).not.toContain(ipOf(77));
   });
 
   it('rides out the API server going away (watches cut, history compacted: 410) while scaling back to 3', async () => {
@@ -122,8 +110,8 @@ describe('Nacos -> Kubernetes', () => {
     await waitUntil(async () => (await status('n2k')).lastError?.includes('k8s'), { ...HEAVY, message: 'the failure shows in the status' });
     k8s.compact();
     k8s.setUnavailable(false);
-    await waitUntil(() => addresses(k8s, 'payments').length === 3, { ...HEAVY, message: 'back to three endpoints' });
-    expect(addresses(k8s, 'payments')).toEqual([0, 1, 2].map(ipOf).sort());
+    await waitUntil(() => managedAddresses(k8s, 'payments').length === 3, { ...HEAVY, message: 'back to three endpoints' });
+    expect(managedAddresses(k8s, 'payments')).toEqual([0, 1, 2].map(ipOf).sort());
     expect(managedSlices(k8s, 'payments').every((s) => (s.endpoints as unknown[]).length > 0)).toBe(true);
     await waitUntil(async () => (await status('n2k')).lastError === null, { ...HEAVY, message: 'status clear again' });
     expect(k8s.requests.slice(before).some((r) => r.verb === 'watch' && r.status === 410)).toBe(true);

@@ -686,3 +686,17 @@ export async function startK8sApiServer(options: K8sApiServerOptions = {}): Prom
     },
   };
 }
+
+/** The EndpointSlices regsync wrote for a Service (`managed-by: regsync`). */
+export function managedSlices(server: K8sApiServer, service: string, namespace = 'default'): K8sObject[] {
+  return server
+    .list('endpointslices', namespace)
+    .filter((s) => s.metadata.labels?.['kubernetes.io/service-name'] === service && s.metadata.labels['endpointslice.kubernetes.io/managed-by'] === 'regsync');
+}
+
+/** Every endpoint address of the slices regsync wrote for a Service, sorted. */
+export function managedAddresses(server: K8sApiServer, service: string, namespace = 'default'): string[] {
+  return managedSlices(server, service, namespace)
+    .flatMap((s) => (s.endpoints as Array<{ addresses: string[] }>).flatMap((e) => e.addresses))
+    .sort();
+}
