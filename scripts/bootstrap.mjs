@@ -13,7 +13,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { constants } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureSystemPackages } from '../test/support/setup-system.mjs';
+import { ensureSystemPackages } from './system-packages.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -95,7 +95,7 @@ function ensureBuild() {
 
 function test(args) {
   const steps = [
-    ['system packages (node test/support/setup-system.mjs)', () => ensureSystemPackages()],
+    ['system packages (node scripts/system-packages.mjs test)', () => ensureSystemPackages('test')],
     ['npx eslint .', () => run(npx, ['--no', '--', 'eslint', '.'])],
     ['npx tsc -p tsconfig.json --noEmit', () => run(npx, ['--no', '--', 'tsc', '-p', 'tsconfig.json', '--noEmit'])],
     [`npx vitest run${args.length ? ` ${args.join(' ')}` : ''}`, () => run(npx, ['--no', '--', 'vitest', 'run', ...args])],
@@ -111,28 +111,20 @@ function test(args) {
   return 0;
 }
 
-/** Runs `node bin/regsync.js demo ...args`, forwarding SIGINT/SIGTERM; resolves with its exit code. */
-function demo(args) {
-  return new Promise((resolveExit) => {
-    const child = spawn(process.execPath, [join(root, 'bin', 'regsync.js'), 'demo', ...args], {
-      cwd: root,
-      stdio: 'inherit',
-    });
-    const forward = (signal) => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    };
-    process.on('SIGINT', forward);
-    process.on('SIGTERM', forward);
-    child.once('error', (error) => {
-      console.error(`regsync bootstrap: could not start the demo: ${error.message}`);
-      resolveExit(1);
-    });
-    child.once('exit', (code, signal) => {
-      process.off('SIGINT', forward);
-      process.off('SIGTERM', forward);
-      resolveExit(code ?? 128 + (constants.signals[signal] ?? 0));
-    });
-  });
+/**
+ * Runs `node bin/regsync.js demo ...args`, forwarding SIGINT/SIGTERM; resolves with its exit code.
+ * The demo runs its own redis-server unless it is given `--redis <url>`: the system-package step
+ * the tests run brings it first, so that the first command of the quick start works on a machine
+ * with nothing but Node.js.
+ */
+async function demo(args) {
+  const ownRedis = !args.some((arg) => arg === '--redis' || arg.startsWith('--redis='));
+  if (ownRedis) {
+    header('system packages (node scripts/system-packages.mjs demo)');
+    const code = ensureSystemPackages('demo');
+    if (code !== 0) return code;
+  }
+  return runNode([join(root, 'bin', 'regsync.js'), 'demo', ...args], 'the demo');
 }
 
 /** Newest of the benchmark's inputs: bench/, the test support it uses, the sources, the tsconfigs. */
@@ -152,9 +144,8 @@ function newestBenchInput() {
  * into dist/ with tsconfig.bench.json when it changed, then `node dist/bench/run.js ...args` runs.
  */
 async function bench(args) {
-  header('system packages (node test/support/setup-system.mjs)');
-  // The benchmarks drive no browser.
-  let code = ensureSystemPackages({ chromium: false });
+  header('system packages (node scripts/system-packages.mjs bench)');
+  let code = ensureSystemPackages('bench');
   if (code !== 0) return code;
   const built = mtimeMs(join(root, 'dist', 'bench', 'run.js'));
   if (built === undefined || built < newestBenchInput()) {
@@ -208,7 +199,7 @@ async function main(argv) {
   if (code === 0) code = ensureBuild();
   if (code !== 0) return code;
   if (command === 'bench') return bench(args);
-  return command === 'test' ? test(args) : demo(args);
+  return command === 'test' ? test(args) : await demo(args);
 }
 
 process.exitCode = await main(process.argv.slice(2));

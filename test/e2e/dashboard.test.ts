@@ -25,7 +25,7 @@ const READ_TOKEN = 'dashboard-read-0123456789abcdef';
 const TASK = 'orders-east-west';
 const SERVICE_ROW = 'tr[data-service="public/DEFAULT_GROUP/orders"]';
 
-// `npm test` installs chromium before any test runs (test/support/setup-system.mjs); run directly,
+// `npm test` installs chromium before any test runs (scripts/system-packages.mjs); run directly,
 // this file tries the same, and is skipped only when the browser cannot be installed here.
 const browserMissing = chromiumMissing('dashboard browser test');
 

@@ -8,7 +8,7 @@ import { makeTempDir, removeTempDir } from './server-process.js';
 /** Where Debian's chromium package puts the browser the dashboard tests drive. */
 export const CHROMIUM = '/usr/bin/chromium';
 
-const SETUP = fileURLToPath(new URL('./setup-system.mjs', import.meta.url));
+const SETUP = fileURLToPath(new URL('../../scripts/system-packages.mjs', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** A build lock older than this was left by a run that died: taken over. */
 const STALE_LOCK_MS = 120_000;

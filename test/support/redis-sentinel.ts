@@ -61,7 +61,7 @@ export async function startRedisSentinel(opts: StartRedisSentinelOptions = {}): 
   const server = findExecutable('redis-server');
   const sentinel = findExecutable('redis-sentinel');
   if (!server || !sentinel) {
-    throw new Error('redis-server and redis-sentinel are needed: apt-get install -y redis-server redis-sentinel (or run node test/support/setup-system.mjs as root)');
+    throw new Error('redis-server and redis-sentinel are needed: apt-get install -y redis-server redis-sentinel (or run node scripts/system-packages.mjs as root)');
   }
   const dir = makeTempDir('regsync-sentinel-');
   const set = new SentinelSet(server, sentinel, dir, opts.masterName ?? 'regsync', opts.downAfterMs ?? 1_000, opts.tls ? makeCertificates(dir) : undefined);

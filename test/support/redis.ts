@@ -57,7 +57,7 @@ export async function startRedis(opts: StartRedisOptions = {}): Promise<RedisSer
   if (binary === undefined) {
     throw new Error(
       'redis-server was not found on PATH. Install it with `apt-get install -y redis-server` ' +
-        '(or run `node test/support/setup-system.mjs` as root to install everything the tests need).',
+        '(or run `node scripts/system-packages.mjs` as root to install everything the tests need).',
     );
   }
   const dataDir = makeTempDir('regsync-redis-');

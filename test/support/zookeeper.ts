@@ -71,13 +71,13 @@ export async function startZooKeeper(opts: StartZooKeeperOptions = {}): Promise<
   if (!existsSync(ZOOKEEPER_JAR)) {
     throw new Error(
       `ZooKeeper was not found (${ZOOKEEPER_JAR} is missing). Install it with \`apt-get install -y zookeeper\` ` +
-        '(or run `node test/support/setup-system.mjs` as root to install everything the tests need).',
+        '(or run `node scripts/system-packages.mjs` as root to install everything the tests need).',
     );
   }
   if (java === undefined) {
     throw new Error(
       'java was not found on PATH; ZooKeeper needs it. Install it with `apt-get install -y default-jre-headless` ' +
-        '(or run `node test/support/setup-system.mjs` as root to install everything the tests need).',
+        '(or run `node scripts/system-packages.mjs` as root to install everything the tests need).',
     );
   }
   const tickTime = opts.tickTime ?? 500;
