@@ -1,13 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { openRedis } from '../node/connections.js';
+import { waitForRedis } from '../node/redis-ready.js';
+import { DEFAULT_REDIS_CONNECT_TIMEOUT_MS, parseRedisUrl, redisClientSettings, type RedisCliOptions } from '../node/redis-target.js';
 import { SecretBox, SECRET_KEY_BYTES } from '../secrets/index.js';
 import { prepareStoredSecrets, RegsyncStore, type StoredSecret } from '../store/index.js';
+import { addRedisOptions } from './redis-options.js';
 import { addSecretKeyOptions, secretBoxOfCli, type SecretKeyCliOptions } from './secret-key-options.js';
 
 /** Options of `regsync secrets status` and `regsync secrets rotate`. */
-export interface SecretsCommandOptions extends SecretKeyCliOptions {
+export interface SecretsCommandOptions extends SecretKeyCliOptions, RedisCliOptions {
+  /** `--redis`: any form the other commands take (`redis://`, `rediss://`, `redis+sentinel://`, ...). */
   redis: string;
   prefix?: string | undefined;
   /** `rotate --rewrite-aof`: ask Redis to rewrite its append-only file afterwards, and wait for it. */
@@ -35,7 +40,7 @@ export interface RotateResult {
 export async function rotateSecrets(opts: SecretsCommandOptions, logger: Logger): Promise<RotateResult> {
   const box = secretBoxOfCli(opts);
   if (box.keyId === undefined) throw new Error('regsync secrets rotate needs the new key: REGSYNC_SECRET_KEY or --secret-key-file (the old one as REGSYNC_SECRET_KEY_PREVIOUS or --previous-secret-key-file)');
-  return withStore(opts, box, async (store, redis) => {
+  return withStore(opts, box, logger, async (store, redis) => {
     // Refuses, naming the key, when a secret needs one not given; encrypts what is in clear.
     const report = await prepareStoredSecrets(store, box, logger);
     const { resealed, untouched } = await store.resealSecrets('all');
@@ -45,8 +50,8 @@ export async function rotateSecrets(opts: SecretsCommandOptions, logger: Logger)
 }
 
 /** `regsync secrets status`: where every stored secret is, and in clear or under which key; decrypts nothing. */
-export async function secretsStatus(opts: SecretsCommandOptions): Promise<StoredSecret[]> {
-  return withStore(opts, SecretBox.none, (store) => store.inspectSecrets());
+export async function secretsStatus(opts: SecretsCommandOptions, logger: Logger): Promise<StoredSecret[]> {
+  return withStore(opts, SecretBox.none, logger, (store) => store.inspectSecrets());
 }
 
 /** Adds `regsync secrets` (`generate-key`, `status`, `rotate`) to the program. */
@@ -59,12 +64,14 @@ export function addSecretsCommand(program: Command, logger: () => Logger): void 
       process.stdout.write(`${randomBytes(SECRET_KEY_BYTES).toString('base64')}\n`);
     });
   const withRedis = (command: Command): Command =>
-    command
-      .requiredOption('--redis <url>', 'Redis of the deployment (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL)
-      .option('--prefix <prefix>', 'prefix of the deployment\'s keys', 'regsync');
+    addRedisOptions(
+      command
+        .requiredOption('--redis <url>', 'Redis of the deployment, in any form the other commands take (also REGSYNC_REDIS_URL)', process.env.REGSYNC_REDIS_URL)
+        .option('--prefix <prefix>', 'prefix of the deployment\'s keys', 'regsync'),
+    );
   withRedis(secrets.command('status').description('list every stored cluster secret: in clear, or the id of the key it is encrypted with')).action(
     async (opts: SecretsCommandOptions) => {
-      const found = await secretsStatus(opts);
+      const found = await secretsStatus(opts, logger());
       for (const s of found) process.stdout.write(`${s.cluster} ${s.field} ${s.keyId === undefined ? 'clear' : `key ${s.keyId}`}\n`);
       process.stdout.write(`${found.length} secret${found.length === 1 ? '' : 's'}\n`);
     },
@@ -79,13 +86,17 @@ export function addSecretsCommand(program: Command, logger: () => Logger): void 
   });
 }
 
-async function withStore<T>(opts: SecretsCommandOptions, box: SecretBox, use: (store: RegsyncStore, redis: Redis) => Promise<T>): Promise<T> {
-  const redis = new Redis(opts.redis, { maxRetriesPerRequest: 2, lazyConnect: true });
-  redis.on('error', () => {
-    // Reported by the command that fails.
-  });
+/**
+ * Runs `use` on the deployment's store, over a connection made as every other command makes its
+ * own: the URL forms of `--redis` (Sentinel included), the TLS flags, and the start bound, with a
+ * clear error (`cannot reach Redis at ...`) when Redis does not answer.
+ */
+async function withStore<T>(opts: SecretsCommandOptions, box: SecretBox, logger: Logger, use: (store: RegsyncStore, redis: Redis) => Promise<T>): Promise<T> {
+  const target = parseRedisUrl(opts.redis);
+  const settings = redisClientSettings(opts);
+  const redis = openRedis(target, settings, { maxRetriesPerRequest: 2 }, logger.child({ component: 'redis' }));
   try {
-    await redis.connect();
+    await waitForRedis(redis, target, settings.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS);
     return await use(new RegsyncStore(redis, opts.prefix ?? 'regsync', box), redis);
   } finally {
     redis.disconnect();
