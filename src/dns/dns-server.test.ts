@@ -6,6 +6,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import * as dnsPacket from 'dns-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { wireQuery, wireQuestion, type WireLabel } from '../../test/support/dns-wire.js';
 import { closedUdpPort, udpUpstream } from '../../test/support/udp-upstream.js';
 import { waitUntil } from '../../test/support/wait-until.js';
 import { createLogger, silentLogger } from '../log.js';
@@ -61,20 +62,21 @@ function resolver(): dnsPromises.Resolver {
   return r;
 }
 
-/** Sends one datagram and waits for one reply. */
-function udpAsk(message: Buffer, port = server.port): Promise<dnsPacket.DecodedPacket> {
-  return new Promise((resolve, reject) => {
+/** Sends one datagram and waits for one reply, as octets. */
+function udpAskRaw(message: Buffer, port = server.port): Promise<Buffer> {
+  return new Promise((resolve) => {
     const socket = createSocket('udp4');
     socket.once('message', (reply) => {
       socket.close();
-      try {
-        resolve(dnsPacket.decode(reply));
-      } catch (err) {
-        reject(err as Error);
-      }
+      resolve(reply);
     });
     socket.send(message, port, '127.0.0.1');
   });
+}
+
+/** Sends one datagram and waits for one reply, decoded. */
+async function udpAsk(message: Buffer, port = server.port): Promise<dnsPacket.DecodedPacket> {
+  return dnsPacket.decode(await udpAskRaw(message, port));
 }
 
 function udpFire(message: Buffer, port = server.port): Promise<void> {
@@ -187,6 +189,24 @@ describe('DNS server with real clients', () => {
     const out = await dig(mixed, 'A', '+noall', '+comments', '+question', '+answer');
     expect(out).toContain(`;${mixed}.\t`);
     expect(out).toMatch(/IN\s+A\s+10\.7\.0\.1/);
+  });
+
+  it('reads names as sent (dig): a label holding a dot is not the service, octets that are not UTF-8 come back as they went', async () => {
+    const label = unique();
+    zone.addService(label, [inst('10.7.1.1')]);
+    const asked = (name: string, out: string): boolean => out.split('\n').some((line) => line.split(/\s+/).join(' ') === `;${name}. IN A`);
+    for (const transport of ['+notcp', '+tcp']) {
+      const cases: Array<[string, string]> = [
+        [`${label}\\.svc.${ZONE}`, 'NXDOMAIN'],
+        [`${label}\\.svc\\.regsync\\.internal`, 'REFUSED'],
+        [`\\255${label.toUpperCase()}.svc.${ZONE}`, 'NXDOMAIN'],
+      ];
+      for (const [name, status] of cases) {
+        const out = await dig(name, 'A', transport, '+noall', '+comments', '+question');
+        expect([name, transport, out.includes(`status: ${status}`), asked(name, out)]).toEqual([name, transport, true, true]);
+      }
+    }
+    expect(await dig(`${label}.svc.${ZONE}`, 'A', '+short')).toBe('10.7.1.1\n');
   });
 
   it('answers REFUSED outside the zone, BADVERS for EDNS version 1, NOTIMP for another opcode', async () => {
@@ -384,6 +404,46 @@ describe('DNS server forwarding names outside the zone', () => {
       await dead.close();
       await silentOnly.close();
       await silent.close();
+    }
+  });
+
+  it('forwards the question as sent and relays the answer with it, whatever case the upstream echoes', async () => {
+    // Answers NXDOMAIN with the question's ASCII capitals lowercased (these queries have no other section).
+    const lowering = await udpUpstream((m, from, socket) => {
+      const reply = Buffer.from(m);
+      reply.writeUInt16BE(0x8000 | dnsPacket.AUTHORITATIVE_ANSWER | 3, 2);
+      for (let i = 12; i < reply.length - 4; i++) if ((reply[i] ?? 0) >= 0x41 && (reply[i] ?? 0) <= 0x5a) reply[i] = (reply[i] ?? 0) | 0x20;
+      socket.send(reply, from.port, from.address);
+    });
+    const label = unique();
+    zone.addService(label, [inst('10.7.2.1')]);
+    const relay = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${lowering.port}`] } });
+    try {
+      // One label holding the service's whole name is outside the zone: it goes upstream.
+      const names: WireLabel[][] = [[`${label}.svc.${ZONE}`], ['Web', [0xff, 0x41], 'Example']];
+      for (const [i, name] of names.entries()) {
+        const query = wireQuery(name, { id: 0x7000 + i });
+        const reply = await udpAskRaw(query, relay.port);
+        expect([reply.readUInt16BE(0), reply.readUInt16BE(2) & 0xf]).toEqual([0x7000 + i, 3]);
+        expect(wireQuestion(reply).toString('hex')).toBe(wireQuestion(query).toString('hex'));
+        expect(wireQuestion(lowering.received[i] ?? Buffer.alloc(0)).toString('hex')).toBe(wireQuestion(query).toString('hex'));
+      }
+      expect(lowering.received).toHaveLength(2);
+    } finally {
+      await relay.close();
+      await lowering.close();
+    }
+  });
+
+  it('answers SERVFAIL with the question as sent when forwarding fails', async () => {
+    const dead = await startDnsServer({ zone, forward: { upstreams: [`127.0.0.1:${await closedUdpPort()}`], timeoutMs: 1000 } });
+    try {
+      const query = wireQuery(['Web', [0xff, 0x41], 'Example'], { id: 0x7100 });
+      const reply = await udpAskRaw(query, dead.port);
+      expect([reply.readUInt16BE(0), reply.readUInt16BE(2) & 0xf, reply.readUInt16BE(4)]).toEqual([0x7100, 2, 1]);
+      expect(wireQuestion(reply).toString('hex')).toBe(wireQuestion(query).toString('hex'));
+    } finally {
+      await dead.close();
     }
   });
 

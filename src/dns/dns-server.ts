@@ -90,7 +90,6 @@ export interface DnsServer {
 }
 
 const MAX_BUCKETS = 100_000;
-const FLAG_RA = 0x0080;
 const FLAG_TC = 0x0200;
 
 type Send = (reply: Buffer) => void;
@@ -106,7 +105,6 @@ export async function startDnsServer(options: DnsServerOptions): Promise<DnsServ
   const host = options.host ?? '127.0.0.1';
   const log = (options.logger ?? silentLogger()).child({ component: 'dns' });
   const forwarder = options.forward ? new DnsForwarder(options.forward) : undefined;
-  const ra = forwarder ? FLAG_RA : 0;
   const responder = new DnsResponder(options.zone, {
     ...options.responder,
     udpSizeLimit: options.udpSizeLimit,
@@ -171,17 +169,16 @@ export async function startDnsServer(options: DnsServerOptions): Promise<DnsServ
       log.debug({ client: asker.address, transport: asker.transport, err: (err as Error).message }, 'undecodable DNS message');
       const formerr = responder.respondToUndecodable(message);
       if (!formerr) return drop('malformed');
-      formerr.writeUInt16BE(formerr.readUInt16BE(2) | ra, 2);
       answered({ transport: asker.transport, qtype: 'NONE', rcode: 'FORMERR', answers: 0, stale: false, truncated: false }, started);
       return send(formerr);
     }
     if (query.type === 'response') return drop('notQuery');
     let reply: DnsReply;
     try {
-      reply = responder.respond(query, asker);
+      reply = responder.respond(message, query, asker);
     } catch (err) {
       log.warn({ client: asker.address, err }, 'DNS answer failed');
-      const out = servfail(message, ra);
+      const out = responder.respondToFailure(message);
       if (!out) return;
       const qtype = query.questions?.length === 1 ? (query.questions[0]?.type ?? 'NONE') : 'NONE';
       answered({ transport: asker.transport, qtype, rcode: 'SERVFAIL', answers: 0, stale: false, truncated: false }, started);
@@ -286,15 +283,6 @@ async function bindBoth(host: string, port: number, maxConnections: number): Pro
       if (port !== 0 || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 20) throw err;
     }
   }
-}
-
-/** SERVFAIL with the header only, for an answer that failed to build. */
-function servfail(message: Buffer, ra: number): Buffer | undefined {
-  if (message.length < 12) return undefined;
-  const out = Buffer.alloc(12);
-  out.writeUInt16BE(message.readUInt16BE(0), 0);
-  out.writeUInt16BE(0x8000 | (message.readUInt16BE(2) & 0x7900) | ra | RCODE.SERVFAIL, 2);
-  return out;
 }
 
 function rcodeName(rcode: number): string {

@@ -1,6 +1,7 @@
 import { createSocket } from 'node:dgram';
 import * as dnsPacket from 'dns-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { wireQuery, wireQuestion } from '../../test/support/dns-wire.js';
 import { closedUdpPort, udpUpstream } from '../../test/support/udp-upstream.js';
 import { waitUntil } from '../../test/support/wait-until.js';
 import { silentLogger } from '../log.js';
@@ -8,7 +9,8 @@ import type { Instance } from '../model/types.js';
 import { DnsCatalogue } from './catalogue.js';
 import { DnsConfigError } from './dns-config-error.js';
 import { startDnsServer, type DnsServer } from './dns-server.js';
-import { answersQuery, DnsForwarder, parseUpstream, questionEnd } from './forwarder.js';
+import { answersQuery, DnsForwarder, parseUpstream } from './forwarder.js';
+import { readQuestion } from './raw-name.js';
 
 const provider = (ip: string): Instance => ({ ip, port: 8080, weight: 1, healthy: true, enabled: true, ephemeral: true, cluster: 'DEFAULT', metadata: {} });
 const NAME = 'web.svc.upstream.test';
@@ -59,7 +61,7 @@ describe('parseUpstream', () => {
 describe('answersQuery', () => {
   const q = query('Web.Example.COM', 7);
   it('takes the same ID and question, case-insensitively', () => {
-    expect(questionEnd(q)).toBe(12 + 'Web.Example.COM'.length + 2 + 4);
+    expect(readQuestion(q)?.wire.length).toBe('Web.Example.COM'.length + 2 + 4);
     expect(answersQuery(q, answerOf(q, '10.0.0.1'))).toBe(true);
     expect(answersQuery(q, answerOf(q, '10.0.0.1', { name: 'web.example.com' }))).toBe(true);
   });
@@ -68,6 +70,22 @@ describe('answersQuery', () => {
     expect(answersQuery(q, answerOf(q, '10.0.0.1', { name: 'web.example.org' }))).toBe(false);
     expect(answersQuery(q, q)).toBe(false);
     expect(answersQuery(q, q.subarray(0, 20))).toBe(false);
+  });
+  it('folds the case of letters in labels only: QTYPE, QCLASS and other octets must be the same', () => {
+    const asAnswer = (m: Buffer): Buffer => {
+      const out = Buffer.from(m);
+      out.writeUInt16BE(out.readUInt16BE(2) | 0x8000, 2);
+      return out;
+    };
+    // 0x41 (HTTPS, 65) and 0x61 (97) differ by the ASCII case bit.
+    const https = wireQuery(['Web', 'Example'], { id: 3, qtype: 65 });
+    expect(answersQuery(https, asAnswer(wireQuery(['wEB', 'example'], { id: 3, qtype: 65 })))).toBe(true);
+    expect(answersQuery(https, asAnswer(wireQuery(['Web', 'Example'], { id: 3, qtype: 97 })))).toBe(false);
+    expect(answersQuery(https, asAnswer(wireQuery(['Web', 'Example'], { id: 3, qtype: 65, qclass: 0x21 })))).toBe(false);
+    // Octets above 0x7f are not letters: 0xc1 and 0xe1 differ.
+    const high = wireQuery([[0xc1], 'example'], { id: 4 });
+    expect(answersQuery(high, asAnswer(wireQuery([[0xc1], 'example'], { id: 4 })))).toBe(true);
+    expect(answersQuery(high, asAnswer(wireQuery([[0xe1], 'example'], { id: 4 })))).toBe(false);
   });
 });
 
@@ -110,6 +128,23 @@ describe('DnsForwarder', () => {
     } finally {
       forwarder.close();
       await fake.close();
+    }
+  });
+
+  it('relays the answer with the question as the client sent it, when the upstream echoes another case', async () => {
+    const lowering = await udpUpstream((m, from, socket) => socket.send(answerOf(m, '10.91.0.2', { name: 'web.example.com' }), from.port, from.address));
+    const forwarder = new DnsForwarder({ upstreams: [`127.0.0.1:${lowering.port}`] });
+    try {
+      const sent = query('WEB.Example.Com', 0x3333);
+      const result = await forwarder.forward(sent, 'udp');
+      expect(result.outcome).toBe('answered');
+      if (result.outcome === 'answered') {
+        expect(wireQuestion(result.message).toString('hex')).toBe(wireQuestion(sent).toString('hex'));
+        expect(addressesOf(result.message)).toEqual(['10.91.0.2']);
+      }
+    } finally {
+      forwarder.close();
+      await lowering.close();
     }
   });
 

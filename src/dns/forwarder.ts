@@ -2,11 +2,13 @@ import { randomInt } from 'node:crypto';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { connect, isIP, isIPv6, type Socket } from 'node:net';
 import { DnsConfigError } from './dns-config-error.js';
+import { DNS_HEADER_LENGTH, readQuestion, sameName } from './raw-name.js';
 
 /*
  * Forwarding of queries for names outside regsync's zone to upstream resolvers (DNS-F style).
  * No decoding of upstream answers beyond the header and the question: an answer is matched to its
- * query by ID and question, and relayed byte for byte apart from the ID and RA.
+ * query by ID and question (read as octets, src/dns/raw-name.ts), and relayed byte for byte apart
+ * from the ID, RA and the question, which goes back to the client exactly as the client sent it.
  * Behaviour is described in src/dns/README.md ("Forwarding").
  */
 
@@ -42,7 +44,6 @@ export const DEFAULT_FORWARD_TIMEOUT_MS = 2_000;
 export const DEFAULT_FORWARD_MAX_IN_FLIGHT = 256;
 
 const DNS_PORT = 53;
-const HEADER = 12;
 const FLAG_QR = 0x8000;
 const FLAG_RA = 0x0080;
 const RCODE_SERVFAIL = 2;
@@ -73,32 +74,15 @@ export function parseUpstream(text: string): DnsUpstream {
   return { host, port };
 }
 
-/** The end of the (single) question of a DNS message, or undefined when it is not plain labels. */
-export function questionEnd(message: Buffer): number | undefined {
-  if (message.length < HEADER || message.readUInt16BE(4) !== 1) return undefined;
-  let offset = HEADER;
-  for (;;) {
-    const length = message[offset];
-    if (length === undefined || length > 63) return undefined; // compression pointers or overrun
-    offset += 1 + length;
-    if (length === 0) break;
-  }
-  return offset + 4 <= message.length ? offset + 4 : undefined;
-}
-
-/** Whether `reply` answers `query`: QR set, same ID, same question (name compared ASCII case-insensitively). */
+/**
+ * Whether `reply` answers `query`: QR set, same ID, one question with the same name (RFC 4343:
+ * only A-Z fold to a-z, every other octet compared exactly), the same QTYPE and the same QCLASS.
+ */
 export function answersQuery(query: Buffer, reply: Buffer): boolean {
-  const end = questionEnd(query);
-  if (end === undefined || reply.length < end || reply.readUInt16BE(0) !== query.readUInt16BE(0)) return false;
-  if ((reply.readUInt16BE(2) & FLAG_QR) === 0 || reply.readUInt16BE(4) !== 1) return false;
-  for (let i = HEADER; i < end; i++) {
-    if (lower(query[i] ?? 0) !== lower(reply[i] ?? 0)) return false;
-  }
-  return true;
-}
-
-function lower(byte: number): number {
-  return byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte;
+  const asked = readQuestion(query);
+  const answered = readQuestion(reply);
+  if (!asked || !answered || reply.readUInt16BE(0) !== query.readUInt16BE(0) || (reply.readUInt16BE(2) & FLAG_QR) === 0) return false;
+  return answered.qtype === asked.qtype && answered.qclass === asked.qclass && sameName(answered.name, asked.name);
 }
 
 type Attempt = { kind: 'answer'; message: Buffer } | { kind: 'failed' } | { kind: 'timeout' };
@@ -136,11 +120,13 @@ export class DnsForwarder {
 
   /**
    * Forwards `query` (the client's message as received) over `transport` and resolves with the
-   * upstream's answer, its ID set back to the client's and RA set; never rejects.
+   * upstream's answer, its ID set back to the client's, RA set and its question replaced by the
+   * client's octets (an upstream may echo another case); never rejects.
    */
   async forward(query: Buffer, transport: 'udp' | 'tcp'): Promise<ForwardResult> {
     if (this.closed || this.inFlight >= this.maxInFlight) return { outcome: 'busy' };
-    if (questionEnd(query) === undefined) return { outcome: 'failed' };
+    const question = readQuestion(query);
+    if (question === undefined) return { outcome: 'failed' };
     this.inFlight++;
     try {
       let timedOut = 0;
@@ -156,6 +142,8 @@ export class DnsForwarder {
         const message = Buffer.from(attempt.message);
         message.writeUInt16BE(query.readUInt16BE(0), 0);
         message.writeUInt16BE(message.readUInt16BE(2) | FLAG_RA, 2);
+        // answersQuery held: the same octets but for the case of letters, so the same length.
+        question.wire.copy(message, DNS_HEADER_LENGTH);
         return { outcome: 'answered', message };
       }
       return timedOut === this.upstreams.length ? { outcome: 'timeout' } : { outcome: 'failed' };

@@ -1,10 +1,11 @@
 import * as dnsPacket from 'dns-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { wireName, wireOpt, wireQuery, wireQuestion, type WireLabel } from '../../test/support/dns-wire.js';
 import { CmdbCache, SnapshotCmdbProvider, parseCmdbFile } from '../cmdb/index.js';
 import type { Instance } from '../model/types.js';
 import { DnsCatalogue } from './catalogue.js';
 import { instanceName } from './names.js';
-import { DnsResponder, isEncodableName, srvWeight, type ResponderOptions } from './responder.js';
+import { DnsResponder, isEncodableName, srvWeight, type Asker, type DnsReply, type ResponderOptions } from './responder.js';
 import { SiteSelector, type SiteSelectorOptions } from './site.js';
 import type { DnsInstance, DnsService, ZoneLookup, ZoneNode } from './zone.js';
 
@@ -21,8 +22,21 @@ const opt = (extra: Partial<dnsPacket.OptAnswer> = {}): dnsPacket.OptAnswer =>
   ({ type: 'OPT', name: '.', udpPayloadSize: 4096, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [], ...extra }) as dnsPacket.OptAnswer;
 
 function ask(responder: DnsResponder, packet: dnsPacket.Packet, transport: 'udp' | 'tcp' = 'udp'): { reply: dnsPacket.DecodedPacket; size: number; truncated: boolean } {
-  const out = responder.respond(dnsPacket.decode(dnsPacket.encode({ type: 'query', id: 1, ...packet })), { address: '127.0.0.1', transport });
+  const out = askWire(responder, dnsPacket.encode({ type: 'query', id: 1, ...packet }), { address: '127.0.0.1', transport });
   return { reply: dnsPacket.decode(out.message), size: out.message.length, truncated: out.truncated };
+}
+
+/** The answer to a query built octet by octet (test/support/dns-wire.ts). */
+function askWire(responder: DnsResponder, message: Buffer, asker: Asker = { address: '127.0.0.1', transport: 'udp' }): DnsReply {
+  return responder.respond(message, dnsPacket.decode(message), asker);
+}
+
+/** The owner name of the first answer record, as octets: right after the question. */
+function firstOwner(reply: Buffer): Buffer {
+  const at = 12 + wireQuestion(reply).length;
+  let end = at;
+  while (reply[end] !== 0 && end < reply.length) end += 1 + (reply[end] ?? 0);
+  return reply.subarray(at, end + 1);
 }
 
 const many = Array.from({ length: 200 }, (_, i) => inst(`10.0.${i >> 8}.${i & 255}`));
@@ -83,14 +97,14 @@ describe('DnsResponder', () => {
   it('tells the server what it answered: out of zone, stale, how many records; RA only when asked', () => {
     const service: DnsService = { name: `orders.svc.${ZONE}`, service: {} as never, cluster: 'c1', instances: [inst('10.9.0.1')], ttlSeconds: 2, ports: [], staleSince: 1 };
     const zone: ZoneLookup = { zone: ZONE, find: (n) => (n === service.name ? { kind: 'service', service } : undefined) };
-    const query = (name: string) => dnsPacket.decode(dnsPacket.encode({ type: 'query', id: 1, flags: dnsPacket.RECURSION_DESIRED, questions: [{ type: 'A', name }] }));
+    const query = (name: string) => dnsPacket.encode({ type: 'query', id: 1, flags: dnsPacket.RECURSION_DESIRED, questions: [{ type: 'A', name }] });
     const plain = new DnsResponder(zone);
-    const stale = plain.respond(query(service.name), { address: '127.0.0.1', transport: 'udp' });
+    const stale = askWire(plain, query(service.name), { address: '127.0.0.1', transport: 'udp' });
     expect([stale.stale, stale.answers, stale.outOfZone]).toEqual([true, 1, false]);
     expect(dnsPacket.decode(stale.message).flags! & dnsPacket.RECURSION_AVAILABLE).toBe(0);
-    const outside = plain.respond(query('example.com'), { address: '127.0.0.1', transport: 'udp' });
+    const outside = askWire(plain, query('example.com'), { address: '127.0.0.1', transport: 'udp' });
     expect([outside.rcode, outside.outOfZone, outside.stale]).toEqual([5, true, false]);
-    const forwarding = new DnsResponder(zone, { recursionAvailable: true }).respond(query(service.name), { address: '127.0.0.1', transport: 'udp' });
+    const forwarding = askWire(new DnsResponder(zone, { recursionAvailable: true }), query(service.name), { address: '127.0.0.1', transport: 'udp' });
     expect(dnsPacket.decode(forwarding.message).flags! & dnsPacket.RECURSION_AVAILABLE).toBeTruthy();
   });
 
@@ -100,6 +114,86 @@ describe('DnsResponder', () => {
     expect(isEncodableName(`${'a'.repeat(64)}.x`)).toBe(false);
     expect(isEncodableName('a..b')).toBe(false);
     expect([srvWeight(0.2), srvWeight(2.6), srvWeight(1e9)]).toEqual([1, 3, 65535]);
+  });
+});
+
+describe('DnsResponder: names as sent', () => {
+  const zone = zoneWith([inst('10.9.0.1')]);
+  const r = new DnsResponder(zone);
+  const flagsOf = (reply: Buffer) => reply.readUInt16BE(2);
+  const rcodeOf = (reply: Buffer) => flagsOf(reply) & 0xf;
+
+  it('reads a label holding dots as one label: never the service, REFUSED outside the zone, NXDOMAIN inside', () => {
+    const service = askWire(r, wireQuery(['orders', 'svc', 'regsync', 'internal']));
+    expect([service.rcode, service.answers]).toEqual([0, 1]);
+    const cases: Array<[WireLabel[], number]> = [
+      [['orders.svc.regsync.internal'], 5],
+      [['orders', 'svc.regsync', 'internal'], 5],
+      [['orders.svc', 'regsync', 'internal'], 3],
+      [['orders', 'svc', 'regsync.internal'], 5],
+    ];
+    for (const [labels, rcode] of cases) {
+      const query = wireQuery(labels);
+      const out = askWire(r, query);
+      expect([labels, out.rcode, out.answers, out.outOfZone], String(labels)).toEqual([labels, rcode, 0, rcode === 5]);
+      expect(wireQuestion(out.message).equals(wireQuestion(query)), String(labels)).toBe(true);
+    }
+  });
+
+  it('keeps octets that are not UTF-8 as they are, in every kind of answer', () => {
+    const name: WireLabel[] = [[0xff, 0x41], 'svc', 'Regsync', 'internal'];
+    const variants: Array<[string, Buffer, number]> = [
+      ['NXDOMAIN', wireQuery(name), 3],
+      ['NXDOMAIN with EDNS', wireQuery(name, { additionals: [wireOpt()] }), 3],
+      ['two OPTs: FORMERR', wireQuery(name, { additionals: [wireOpt(), wireOpt()] }), 1],
+      ['EDNS version 1: BADVERS', wireQuery(name, { additionals: [wireOpt(1232, 1)] }), 0],
+      ['NOTIFY: NOTIMP', wireQuery(name, { flags: 4 << 11 }), 4],
+      ['class CH: REFUSED', wireQuery(name, { qclass: 3 }), 5],
+      ['outside the zone: REFUSED', wireQuery([[0xff, 0xfe, 0x2e], [0x80]]), 5],
+      ['NODATA at the apex', wireQuery(['REGSYNC', 'Internal'], { qtype: 16 }), 0],
+    ];
+    for (const [what, query, rcode] of variants) {
+      const out = askWire(r, query);
+      expect([what, rcodeOf(out.message)]).toEqual([what, rcode]);
+      expect(out.message.readUInt16BE(4), what).toBe(1);
+      expect(wireQuestion(out.message).toString('hex'), what).toBe(wireQuestion(query).toString('hex'));
+    }
+  });
+
+  it('matches ASCII letters case-insensitively and echoes them, in the question and the owner names, as sent', () => {
+    const name: WireLabel[] = ['ORDERS', 'Svc', 'regsync', 'INTERNAL'];
+    const out = askWire(r, wireQuery(name));
+    expect([out.rcode, out.answers]).toEqual([0, 1]);
+    expect(wireQuestion(out.message).subarray(0, -4).equals(wireName(name))).toBe(true);
+    expect(firstOwner(out.message).equals(wireName(name))).toBe(true);
+    expect(dnsPacket.decode(out.message).answers?.[0]).toMatchObject({ type: 'A', name: 'ORDERS.Svc.regsync.INTERNAL', data: '10.9.0.1' });
+    // Octets above 0x7f are compared exactly: 0xcf is not 'O' (0x4f) with the high bit set, nor 'o'.
+    expect(askWire(r, wireQuery([[0xcf, 0x52, 0x44, 0x45, 0x52, 0x53], 'svc', 'regsync', 'internal'])).rcode).toBe(3);
+  });
+
+  it('echoes the question as sent in a truncated answer', () => {
+    const big = new DnsResponder(zoneWith(many));
+    const query = wireQuery(['Orders', 'SVC', 'regsync', 'internal']);
+    const out = askWire(big, query);
+    expect(out.truncated).toBe(true);
+    expect(out.message.length).toBeLessThanOrEqual(512);
+    expect(wireQuestion(out.message).equals(wireQuestion(query))).toBe(true);
+  });
+
+  it('answers FORMERR without a question to a question that uses a compression pointer (nothing comes before it to point at)', () => {
+    // c0 04: a pointer into the header, which dns-packet reads as the root name.
+    const query = Buffer.concat([Buffer.from([0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]), Buffer.from([0xc0, 0x04, 0, 1, 0, 1])]);
+    const out = askWire(r, query);
+    expect([out.rcode, out.message.length, out.message.readUInt16BE(0), out.message.readUInt16BE(4)]).toEqual([1, 12, 0x1234, 0]);
+  });
+
+  it('echoes the question as sent in the FORMERR to a message with a readable question and an unreadable rest', () => {
+    const query = wireQuery(['A', [0xff], 'regsync', 'internal'], { additionals: [Buffer.from([1, 2, 3])] });
+    expect(() => dnsPacket.decode(query)).toThrow();
+    const out = r.respondToUndecodable(query);
+    expect(out && [out.readUInt16BE(0), out.readUInt16BE(2) & 0x800f, out.readUInt16BE(4)]).toEqual([0x5a5a, 0x8001, 1]);
+    expect(out && wireQuestion(out).equals(wireQuestion(query))).toBe(true);
+    expect(out?.length).toBe(12 + wireQuestion(query).length);
   });
 });
 
@@ -142,7 +236,7 @@ describe('DnsResponder with same-site answers', () => {
   };
   const ecsOpt = (ip: string, sourcePrefixLength: number, family = 1) => opt({ options: [{ code: 8, family, sourcePrefixLength, scopePrefixLength: 0, ip } as dnsPacket.PacketOpt] });
   const query = (r: DnsResponder, name: string, type: dnsPacket.RecordType, from: string, additionals: dnsPacket.Answer[] = []) => {
-    const out = r.respond(dnsPacket.decode(dnsPacket.encode({ type: 'query', id: 7, questions: [{ type, name }], additionals })), { address: from, transport: 'udp' });
+    const out = askWire(r, dnsPacket.encode({ type: 'query', id: 7, questions: [{ type, name }], additionals }), { address: from, transport: 'udp' });
     const reply = dnsPacket.decode(out.message);
     const ecs = (reply.additionals?.find((a) => a.type === 'OPT') as dnsPacket.OptAnswer | undefined)?.options.find((o) => o.code === 8) as { scopePrefixLength: number; sourcePrefixLength: number } | undefined;
     const data = (reply.answers ?? []).map((a) => (a.type === 'SRV' ? `${a.data.target}:${a.data.port}` : String((a as { data: unknown }).data))).sort();
@@ -201,6 +295,17 @@ describe('DnsResponder with same-site answers', () => {
     // A site without instances: the asker's region (10.1.0.1 is east), then all.
     expect(query(r, `orders.svc.x99.site.${ZONE}`, 'A', '10.1.0.1').data).toEqual(['10.1.0.1', '10.1.0.2']);
     expect(query(r, `orders.svc.x99.site.${ZONE}`, 'A', '192.0.2.1').data).toEqual(['10.1.0.1', '10.1.0.2', '10.2.0.1']);
+  });
+
+  it('answers a pinned site whose label is not UTF-8 with the owner names as sent', () => {
+    const r = responder({});
+    const name: WireLabel[] = ['Orders', 'svc', [0xff, 0x41], 'site', 'regsync', 'internal'];
+    const query = wireQuery(name);
+    const out = askWire(r, query, { address: '10.1.0.1', transport: 'udp' });
+    // No instance has that site: the asker's region (east) answers.
+    expect([out.rcode, out.answers]).toEqual([0, 2]);
+    expect(wireQuestion(out.message).equals(wireQuestion(query))).toBe(true);
+    expect(firstOwner(out.message).equals(wireName(name))).toBe(true);
   });
 
   it('answers NODATA for site.<zone>, <x>.site.<zone> and empty non-terminals under a site, NXDOMAIN for the rest', () => {

@@ -1,13 +1,16 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import * as dnsPacket from 'dns-packet';
-import type { Answer, DecodedPacket, Question } from 'dns-packet';
+import type { Answer, DecodedPacket } from 'dns-packet';
 import type { DnsInstance, DnsService, ZoneLookup, ZoneNode } from './zone.js';
 import { instanceName } from './names.js';
+import { DNS_HEADER_LENGTH, encodeName, lookupKey, rawName, readQuestion, type RawName, type RawQuestion } from './raw-name.js';
 import type { ClientSubnet, SiteClient, SiteSelector } from './site.js';
 
 /*
- * The DNS wire side of regsync's DNS server: a decoded query in, an encoded answer out, from a
- * ZoneLookup. No sockets here (src/dns/dns-server.ts owns them), so every RFC rule is unit-testable.
+ * The DNS wire side of regsync's DNS server: a query in, an encoded answer out, from a ZoneLookup.
+ * No sockets here (src/dns/dns-server.ts owns them), so every RFC rule is unit-testable. The
+ * question's name is read from the octets (src/dns/raw-name.ts), never from dns-packet's string, and
+ * written back as sent; dns-packet encodes everything after each owner name.
  * Behaviour is described in src/dns/README.md.
  */
 
@@ -35,6 +38,7 @@ export const TCP_SIZE_LIMIT = 65535;
 export const DEFAULT_NEGATIVE_TTL_SECONDS = 5;
 
 const OPCODE_QUERY = 0;
+const CLASS_IN = 1;
 const ECS_OPTION = 8;
 const MAX_TTL = 2 ** 31 - 1;
 
@@ -82,16 +86,27 @@ export interface DnsReply {
   answers: number;
 }
 
+/** A record without its owner name: what dns-packet encodes after the name. */
+type WithoutName<T> = T extends unknown ? Omit<T, 'name'> : never;
+type Rdata = WithoutName<Answer>;
+
+/** A record to send: the owner as octets (the question's name as sent, or one of the zone's), and the rest. */
+interface WireRecord {
+  owner: RawName;
+  record: Rdata;
+}
+
 interface Draft {
   rcode: number;
   aa: boolean;
   outOfZone?: boolean;
   stale?: boolean;
-  questions: Question[];
+  /** The question as sent, echoed as it is; undefined when the query has no single readable one. */
+  question: RawQuestion | undefined;
   /** RRsets, each kept or dropped whole on truncation. */
-  answers: Answer[][];
-  authorities: Answer[][];
-  additionals: Answer[][];
+  answers: WireRecord[][];
+  authorities: WireRecord[][];
+  additionals: WireRecord[][];
   /** ECS SCOPE PREFIX of the answer: > 0 when it was tailored to a trusted ECS. */
   scope?: number;
 }
@@ -114,6 +129,9 @@ const SITE_LABEL = 'site';
 /**
  * Answers DNS queries for one zone. Holds no per-query state; `respond` is safe to call for any
  * input that dns-packet could decode, and never throws for anything a client can send.
+ *
+ * Names are compared and echoed as octets (RFC 4343): A-Z and a-z are one, every other octet only
+ * itself, a label holding a dot stays one label; the question goes back exactly as it came.
  */
 export class DnsResponder {
   private readonly udpSizeLimit: number;
@@ -141,24 +159,29 @@ export class DnsResponder {
     return normaliseName(this.zone.zone);
   }
 
-  /** The answer to a decoded query (a message with QR=0). */
-  respond(query: DecodedPacket, asker: Asker): DnsReply {
+  /**
+   * The answer to a query (a message with QR=0): `message` as received and `query` its decoding by
+   * dns-packet, which gives the header, QTYPE and EDNS; the name is read from `message`.
+   */
+  respond(message: Buffer, query: DecodedPacket, asker: Asker): DnsReply {
     const questions = query.questions ?? [];
     const qtype = questions.length === 1 && questions[0] ? questions[0].type : 'NONE';
     const opts = (query.additionals ?? []).filter((a) => a.type === 'OPT') as dnsPacket.OptAnswer[];
     const header = { id: query.id ?? 0, flags: query.flags ?? 0 };
     const limit = asker.transport === 'tcp' ? TCP_SIZE_LIMIT : this.udpLimitFor(opts.length === 1 ? opts[0]?.udpPayloadSize : undefined);
-    const draft: Draft = { rcode: RCODE.NOERROR, aa: false, questions: [], answers: [], authorities: [], additionals: [] };
+    // Echoed in every answer that has a question (RFC 1035 §4.1; RFC 4343 §4.1: case as sent).
+    const question = readQuestion(message);
+    const draft: Draft = { rcode: RCODE.NOERROR, aa: false, question, answers: [], authorities: [], additionals: [] };
 
     // RFC 6891 §6.1.1: more than one OPT is a format error; the reply then carries no OPT.
     if (opts.length > 1) return this.finish(header, { ...draft, rcode: RCODE.FORMERR }, undefined, limit, qtype);
     const opt = opts[0];
     const optOut = opt ? ({ type: 'OPT', name: '.', udpPayloadSize: this.udpSizeLimit, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] } as dnsPacket.OptAnswer) : undefined;
-    if (opt && opt.ednsVersion > 0) return this.finish(header, { ...draft, questions, rcode: RCODE.BADVERS }, optOut, limit, qtype);
-    if (opcodeOf(header.flags) !== OPCODE_QUERY) return this.finish(header, { ...draft, questions, rcode: RCODE.NOTIMP }, optOut, limit, qtype);
-    const question = questions[0];
-    if (questions.length !== 1 || !question) return this.finish(header, { ...draft, rcode: RCODE.FORMERR }, optOut, limit, qtype);
-    draft.questions = [question];
+    if (opt && opt.ednsVersion > 0) return this.finish(header, { ...draft, rcode: RCODE.BADVERS }, optOut, limit, qtype);
+    if (opcodeOf(header.flags) !== OPCODE_QUERY) return this.finish(header, { ...draft, rcode: RCODE.NOTIMP }, optOut, limit, qtype);
+    // QDCOUNT other than 1, or a name that is not plain labels (a compression pointer in the first
+    // question points at nothing): no question to answer or to echo.
+    if (!question) return this.finish(header, { ...draft, rcode: RCODE.FORMERR }, optOut, limit, qtype);
     let ecs: { echo: dnsPacket.PacketOpt & { data: Buffer }; subnet: ClientSubnet } | undefined;
     if (opt && optOut) {
       const parsed = readClientSubnet(opt);
@@ -166,8 +189,10 @@ export class DnsResponder {
       ecs = parsed;
       if (ecs) optOut.options.push(ecs.echo);
     }
-    if ((question.class ?? 'IN') !== 'IN') return this.finish(header, { ...draft, rcode: RCODE.REFUSED }, optOut, limit, qtype);
-    const name = normaliseName(question.name);
+    if (question.qclass !== CLASS_IN) return this.finish(header, { ...draft, rcode: RCODE.REFUSED }, optOut, limit, qtype);
+    // The index's spelling: lowercase, and a dot or other odd octet inside a label escaped, so that
+    // such a label never matches a name of the zone, nor the zone itself.
+    const name = lookupKey(question.name);
     if (!this.inZone(name)) return this.finish(header, { ...draft, rcode: RCODE.REFUSED, outOfZone: true }, optOut, limit, qtype);
     draft.aa = true;
     let context: SiteContext | undefined;
@@ -176,24 +201,41 @@ export class DnsResponder {
       let client: SiteClient | undefined;
       context = { site, client: () => (client ??= site.client(asker.address, ecs?.subnet)) };
     }
-    this.answerInZone(name, question, draft, context);
+    this.answerInZone(name, question.name, qtype, draft, context);
     // RFC 7871 §7.2.1: SCOPE says how much of the client's address the answer depends on.
     if (ecs && draft.scope !== undefined && draft.scope > 0) ecs.echo.data.writeUInt8(Math.min(draft.scope, ecs.subnet.sourcePrefix), 3);
     return this.finish(header, draft, optOut, limit, qtype);
   }
 
   /**
-   * The reply to a message dns-packet could not decode: FORMERR with the header only (ID, opcode
-   * and RD copied), when the header is readable and the message is a query; undefined (drop)
-   * otherwise, so garbage and stray responses are never answered.
+   * The reply to a message dns-packet could not decode: FORMERR with the header (ID, opcode and RD
+   * copied) and the question as sent when it can be read (QDCOUNT 1, plain labels), when the header
+   * is readable and the message is a query; undefined (drop) otherwise, so garbage and stray
+   * responses are never answered.
    */
   respondToUndecodable(message: Buffer): Buffer | undefined {
-    if (message.length < 12) return undefined;
-    const flags = message.readUInt16BE(2);
-    if (flags & 0x8000) return undefined;
-    const out = Buffer.alloc(12);
+    if (message.length < DNS_HEADER_LENGTH || message.readUInt16BE(2) & 0x8000) return undefined;
+    return this.headerReply(message, RCODE.FORMERR);
+  }
+
+  /**
+   * SERVFAIL for a query whose answer could not be built: the header (ID, opcode and RD copied) and
+   * the question as sent when it can be read; undefined for a message shorter than a header.
+   */
+  respondToFailure(message: Buffer): Buffer | undefined {
+    if (message.length < DNS_HEADER_LENGTH) return undefined;
+    return this.headerReply(message, RCODE.SERVFAIL);
+  }
+
+  private headerReply(message: Buffer, rcode: number): Buffer {
+    const question = readQuestion(message);
+    const out = Buffer.alloc(DNS_HEADER_LENGTH + (question?.wire.length ?? 0));
     out.writeUInt16BE(message.readUInt16BE(0), 0);
-    out.writeUInt16BE(0x8000 | (flags & 0x7900) | RCODE.FORMERR, 2);
+    out.writeUInt16BE(0x8000 | (message.readUInt16BE(2) & 0x7900) | this.ra | rcode, 2);
+    if (question) {
+      out.writeUInt16BE(1, 4);
+      question.wire.copy(out, DNS_HEADER_LENGTH);
+    }
     return out;
   }
 
@@ -202,11 +244,11 @@ export class DnsResponder {
     return name === zone || name.endsWith(`.${zone}`);
   }
 
-  private answerInZone(name: string, question: Question, draft: Draft, context: SiteContext | undefined): void {
-    const qtype: string = question.type;
+  /** `name` is the lookup key of the question's name; `owner` that name as sent, the owner of the answers. */
+  private answerInZone(name: string, owner: RawName, qtype: string, draft: Draft, context: SiteContext | undefined): void {
     const nsName = `ns.${this.zoneName}`;
     if (name === nsName) {
-      if (qtype === 'A' || qtype === 'ANY') draft.answers.push([{ type: 'A', name: question.name, ttl: this.negativeTtl, data: this.nsAddress }]);
+      if (qtype === 'A' || qtype === 'ANY') draft.answers.push([{ owner, record: { type: 'A', ttl: this.negativeTtl, data: this.nsAddress } }]);
       return this.negativeIfEmpty(draft, true);
     }
     let node = this.zone.find(name);
@@ -223,7 +265,7 @@ export class DnsResponder {
     }
     if (!node) return this.negativeIfEmpty(draft, false);
     if (node.kind !== 'apex' && node.kind !== 'empty' && node.service.staleSince !== undefined) draft.stale = true;
-    this.answerNode(node, question, draft, this.chooser(context, draft, pinned));
+    this.answerNode(node, owner, qtype, draft, this.chooser(context, draft, pinned));
     this.negativeIfEmpty(draft, true);
   }
 
@@ -260,18 +302,16 @@ export class DnsResponder {
     };
   }
 
-  private answerNode(node: ZoneNode, question: Question, draft: Draft, choose: (instances: readonly DnsInstance[]) => DnsInstance[]): void {
-    const owner = question.name;
-    const qtype: string = question.type;
-    const add = (rrset: Answer[], into: Answer[][] = draft.answers): void => {
+  private answerNode(node: ZoneNode, owner: RawName, qtype: string, draft: Draft, choose: (instances: readonly DnsInstance[]) => DnsInstance[]): void {
+    const add = (rrset: WireRecord[], into: WireRecord[][] = draft.answers): void => {
       if (rrset.length > 0) into.push(rrset);
     };
     switch (node.kind) {
       case 'apex':
         if (qtype === 'SOA' || qtype === 'ANY') add([this.soa(owner)]);
         if (qtype === 'NS' || qtype === 'ANY') {
-          add([{ type: 'NS', name: owner, ttl: this.negativeTtl, data: `ns.${this.zoneName}` }]);
-          add([{ type: 'A', name: `ns.${this.zoneName}`, ttl: this.negativeTtl, data: this.nsAddress }], draft.additionals);
+          add([{ owner, record: { type: 'NS', ttl: this.negativeTtl, data: `ns.${this.zoneName}` } }]);
+          add([{ owner: rawName(`ns.${this.zoneName}`), record: { type: 'A', ttl: this.negativeTtl, data: this.nsAddress } }], draft.additionals);
         }
         return;
       case 'service': {
@@ -303,11 +343,11 @@ export class DnsResponder {
     }
   }
 
-  private addSrv(owner: string, service: DnsService, targets: Array<{ instance: DnsInstance; port: number }>, draft: Draft): void {
+  private addSrv(owner: RawName, service: DnsService, targets: Array<{ instance: DnsInstance; port: number }>, draft: Draft): void {
     const ttl = clampTtl(service.ttlSeconds);
-    const srv: Answer[] = [];
-    const glueA: Answer[] = [];
-    const glueAAAA: Answer[] = [];
+    const srv: WireRecord[] = [];
+    const glueA: WireRecord[] = [];
+    const glueAAAA: WireRecord[] = [];
     const seen = new Set<string>();
     for (const { instance, port } of targets) {
       const family = ipFamily(instance.ip);
@@ -316,8 +356,8 @@ export class DnsResponder {
       const target = instanceName(instance.ip, normaliseName(service.name));
       if (target === undefined || !isEncodableName(target) || seen.has(`${port} ${target}`)) continue;
       seen.add(`${port} ${target}`);
-      srv.push({ type: 'SRV', name: owner, ttl, data: { priority: 0, weight: srvWeight(instance.weight), port, target } });
-      const glue = { type: family, name: target, ttl, data: instance.ip } as Answer;
+      srv.push({ owner, record: { type: 'SRV', ttl, data: { priority: 0, weight: srvWeight(instance.weight), port, target } } });
+      const glue: WireRecord = { owner: rawName(target), record: { type: family, ttl, data: instance.ip } };
       if (!seen.has(target)) (family === 'A' ? glueA : glueAAAA).push(glue);
       seen.add(target);
     }
@@ -330,16 +370,18 @@ export class DnsResponder {
     if (draft.answers.length > 0) return;
     if (!exists) draft.rcode = RCODE.NXDOMAIN;
     draft.additionals = [];
-    draft.authorities.push([this.soa(this.zoneName)]);
+    draft.authorities.push([this.soa(rawName(this.zoneName))]);
   }
 
-  private soa(owner: string): Answer {
+  private soa(owner: RawName): WireRecord {
     const zone = this.zoneName;
     return {
-      type: 'SOA',
-      name: owner,
-      ttl: this.negativeTtl,
-      data: { mname: `ns.${zone}`, rname: `hostmaster.${zone}`, serial: this.serial, refresh: 3600, retry: 600, expire: 86400, minimum: this.negativeTtl },
+      owner,
+      record: {
+        type: 'SOA',
+        ttl: this.negativeTtl,
+        data: { mname: `ns.${zone}`, rname: `hostmaster.${zone}`, serial: this.serial, refresh: 3600, retry: 600, expire: 86400, minimum: this.negativeTtl },
+      },
     };
   }
 
@@ -351,44 +393,50 @@ export class DnsResponder {
       .map((e) => e.instance);
   }
 
+  /**
+   * The encoded answer: header, the question as sent, then whole RRsets while they fit `limit`.
+   * Each record is encoded once; sizes are summed, so truncation is linear in the records.
+   */
   private finish(header: { id: number; flags: number }, draft: Draft, opt: dnsPacket.OptAnswer | undefined, limit: number, qtype: string): DnsReply {
-    const reply = (packet: dnsPacket.Packet, truncated: boolean): DnsReply => ({
-      message: dnsPacket.encode(packet),
+    if (opt) opt.extendedRcode = draft.rcode >> 4;
+    const question = draft.question?.wire;
+    const optRecord = opt ? encodeRecord({ owner: [], record: opt }) : undefined;
+    let room = limit - DNS_HEADER_LENGTH - (question?.length ?? 0) - (optRecord?.length ?? 0);
+    // Too big: keep whole RRsets that fit. Missing additional data alone does not set TC (RFC 2181 §9).
+    const fit = (sets: WireRecord[][]): { kept: Buffer[]; all: boolean } => {
+      const kept: Buffer[] = [];
+      for (const set of sets) {
+        const encoded = set.map(encodeRecord);
+        const size = encoded.reduce((n, b) => n + b.length, 0);
+        if (size > room) return { kept, all: false };
+        room -= size;
+        kept.push(...encoded);
+      }
+      return { kept, all: true };
+    };
+    const answers = fit(draft.answers);
+    const authorities = answers.all ? fit(draft.authorities) : { kept: [], all: false };
+    const additionals = answers.all && authorities.all ? fit(draft.additionals).kept : [];
+    const truncated = !answers.all || !authorities.all;
+    if (optRecord) additionals.push(optRecord);
+
+    const head = Buffer.alloc(DNS_HEADER_LENGTH);
+    head.writeUInt16BE(header.id, 0);
+    const flags = (header.flags & 0x7800) | (header.flags & dnsPacket.RECURSION_DESIRED) | (draft.aa ? dnsPacket.AUTHORITATIVE_ANSWER : 0) | this.ra | (draft.rcode & 0xf);
+    head.writeUInt16BE(0x8000 | flags | (truncated ? dnsPacket.TRUNCATED_RESPONSE : 0), 2);
+    head.writeUInt16BE(question ? 1 : 0, 4);
+    head.writeUInt16BE(answers.kept.length, 6);
+    head.writeUInt16BE(authorities.kept.length, 8);
+    head.writeUInt16BE(additionals.length, 10);
+    return {
+      message: Buffer.concat([head, ...(question ? [question] : []), ...answers.kept, ...authorities.kept, ...additionals]),
       rcode: draft.rcode,
       qtype,
       truncated,
       outOfZone: draft.outOfZone === true,
       stale: draft.stale === true,
-      answers: packet.answers?.length ?? 0,
-    });
-    if (opt) opt.extendedRcode = draft.rcode >> 4;
-    const flags = (header.flags & 0x7800) | (header.flags & dnsPacket.RECURSION_DESIRED) | (draft.aa ? dnsPacket.AUTHORITATIVE_ANSWER : 0) | this.ra | (draft.rcode & 0xf);
-    const build = (answers: Answer[][], authorities: Answer[][], additionals: Answer[][], tc: boolean): dnsPacket.Packet => ({
-      type: 'response',
-      id: header.id,
-      flags: flags | (tc ? dnsPacket.TRUNCATED_RESPONSE : 0),
-      questions: draft.questions,
-      answers: answers.flat(),
-      authorities: authorities.flat(),
-      additionals: [...additionals.flat(), ...(opt ? [opt] : [])],
-    });
-    const full = build(draft.answers, draft.authorities, draft.additionals, false);
-    if (dnsPacket.encodingLength(full) <= limit) return reply(full, false);
-    // Too big: keep whole RRsets that fit. Missing additional data alone does not set TC (RFC 2181 §9).
-    const fit = (sets: Answer[][], put: (kept: Answer[][]) => dnsPacket.Packet): { kept: Answer[][]; all: boolean } => {
-      const kept: Answer[][] = [];
-      for (const set of sets) {
-        if (dnsPacket.encodingLength(put([...kept, set])) > limit) return { kept, all: false };
-        kept.push(set);
-      }
-      return { kept, all: true };
+      answers: answers.kept.length,
     };
-    const ans = fit(draft.answers, (k) => build(k, [], [], true));
-    if (!ans.all) return reply(build(ans.kept, [], [], true), true);
-    const auth = fit(draft.authorities, (k) => build(ans.kept, k, [], false));
-    if (!auth.all) return reply(build(ans.kept, auth.kept, [], true), true);
-    const addl = fit(draft.additionals, (k) => build(ans.kept, auth.kept, k, false));
-    return reply(build(ans.kept, auth.kept, addl.kept, false), false);
   }
 
   private udpLimitFor(requested: number | undefined): number {
@@ -424,20 +472,20 @@ function liveInstances(instances: readonly DnsInstance[]): DnsInstance[] {
   return instances.filter((i) => i.healthy && i.enabled && i.weight > 0 && Number.isFinite(i.weight) && ipFamily(i.ip) !== undefined);
 }
 
-function addressRecords(owner: string, service: DnsService, instances: readonly DnsInstance[], type: 'A' | 'AAAA'): Answer[] {
+function addressRecords(owner: RawName, service: DnsService, instances: readonly DnsInstance[], type: 'A' | 'AAAA'): WireRecord[] {
   const ttl = clampTtl(service.ttlSeconds);
   const seen = new Set<string>();
-  const out: Answer[] = [];
+  const out: WireRecord[] = [];
   for (const i of instances) {
     if (ipFamily(i.ip) !== type || seen.has(i.ip)) continue;
     seen.add(i.ip);
-    out.push({ type, name: owner, ttl, data: i.ip });
+    out.push({ owner, record: { type, ttl, data: i.ip } });
   }
   return out;
 }
 
 /** RFC 1464 `key=value` strings, one TXT record per entry, split into 255-octet character-strings. */
-function txtRecords(owner: string, service: DnsService, instance: DnsInstance): Answer[] {
+function txtRecords(owner: RawName, service: DnsService, instance: DnsInstance): WireRecord[] {
   const ttl = clampTtl(service.ttlSeconds);
   return Object.keys(instance.metadata)
     .sort()
@@ -445,8 +493,15 @@ function txtRecords(owner: string, service: DnsService, instance: DnsInstance): 
       const bytes = Buffer.from(`${key}=${instance.metadata[key] ?? ''}`);
       const chunks: Buffer[] = [];
       for (let at = 0; at < bytes.length; at += 255) chunks.push(bytes.subarray(at, at + 255));
-      return { type: 'TXT', name: owner, ttl, data: chunks } as Answer;
+      return { owner, record: { type: 'TXT', ttl, data: chunks } };
     });
+}
+
+/** One record on the wire: the owner's octets, then what dns-packet encodes after a name (type, class, TTL, RDATA). */
+function encodeRecord({ owner, record }: WireRecord): Buffer {
+  // A message holding this record alone, owned by the root: the header and one octet come before the rest.
+  const alone = dnsPacket.encode({ answers: [{ ...record, name: '.' } as Answer] });
+  return Buffer.concat([encodeName(owner), alone.subarray(DNS_HEADER_LENGTH + 1)]);
 }
 
 function ipFamily(ip: string): 'A' | 'AAAA' | undefined {

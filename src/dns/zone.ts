@@ -55,6 +55,10 @@ export type ZoneNode =
 export interface ZoneLookup {
   /** The zone, e.g. `regsync.internal`. */
   readonly zone: string;
-  /** What `name` (lowercase, absolute, no trailing dot) is; undefined: it does not exist (NXDOMAIN). */
+  /**
+   * What `name` (lowercase, absolute, no trailing dot) is; undefined: it does not exist (NXDOMAIN).
+   * The responder asks with a client's name spelt by `lookupKey` (src/dns/raw-name.ts): an octet
+   * that is `.`, `\` or not printable ASCII comes as `\DDD`, which no name the catalogue indexes holds.
+   */
   find(name: string): ZoneNode | undefined;
 }

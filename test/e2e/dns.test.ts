@@ -78,6 +78,22 @@ describe('DNS interface beside regsync up', () => {
     expect(await dig('+subnet=33.33.33.33/32', ECHO, 'A')).toContain('CLIENT-SUBNET: 33.33.33.33/32/32');
   });
 
+  it('reads names as sent (dig): a label holding a dot is not the service; case and other octets come back as sent', async () => {
+    const out = async (name: string): Promise<string> => dig(name, 'A', '+noall', '+comments', '+question', '+answer');
+    const asked = (name: string, text: string): boolean => text.split('\n').some((line) => line.split(/\s+/).join(' ') === `;${name}. IN A`);
+    const cases: Array<[string, string]> = [
+      ['echo\\.svc.regsync.internal', 'NXDOMAIN'],
+      ['echo\\.svc\\.regsync\\.internal', 'REFUSED'],
+      ['\\255cho.svc.regsync.internal', 'NXDOMAIN'],
+      ['ECHO.Svc.regsync.INTERNAL', 'NOERROR'],
+    ];
+    for (const [name, status] of cases) {
+      const text = await out(name);
+      expect([name, text.includes(`status: ${status}`), asked(name, text)]).toEqual([name, true, true]);
+    }
+    expect(await out('ECHO.Svc.regsync.INTERNAL')).toMatch(/^ECHO\.Svc\.regsync\.INTERNAL\.\s+\d+\s+IN\s+A\s+(11\.11\.11\.11|22\.22\.22\.22)$/m);
+  });
+
   it('follows a change in the registry at the next query', async () => {
     const extra = await registerNative(() => b, 'echo', '10.60.0.1', 8080);
     natives.push(extra);
