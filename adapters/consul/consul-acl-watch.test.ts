@@ -79,7 +79,7 @@ describe('ConsulAdapter watch across an answer emptied by ACLs', () => {
     tokens['regsync-token'] = 'read';
     await waitUntil(() => events.length === 2, { message: 'the change called back', timeoutMs: 10_000 });
     await waitUntil(() => server.waitingQueries() === 1, { message: 'the watch blocking on the new index' });
-    await app.catalog.deregister({ node: 'n1', serviceId: 'orders-1' });
+    await app.catalog.deregister({ node: 'n1', serviceid: 'orders-1' });
     await waitUntil(() => events.length === 3, { message: 'the next change called back', timeoutMs: 10_000 });
   });
 });
