@@ -46,7 +46,9 @@ const FIRST_BACKOFF_MS = 100;
  * - an index of 0 is never waited on (it would not block): 1 is;
  * - a token bucket (burst {@link BURST}, then one query per `minIntervalMs`) keeps a service that
  *   changes all the time from costing a query per change;
- * - failures back off from 100 ms, doubling to `backoffMaxMs`;
+ * - failures back off from 100 ms, doubling to `backoffMaxMs`; a backoff after no answer at all ends
+ *   as soon as the cluster answers again (the adapter probes it every second meanwhile), so the
+ *   watches resume within about a second of an outage's end, however long it lasted;
  * - an answer is not proof of change: `onAnswer` gets every answer and compares;
  * - the index moves on only once `onAnswer` returned: when it throws (an answer it cannot use, such
  *   as one emptied by ACLs), the loop backs off as after a failed query and asks again at the old
@@ -138,7 +140,9 @@ export class BlockingLoop {
       } catch (err) {
         if (this.stopped) return;
         this.onError(err);
-        await this.sleep(backoff);
+        // No answer from the cluster: the first answer again ends the backoff (see ConsulHttp.whenReached).
+        const unreached = err instanceof ConsulRequestError && (err.code === 'consul-unreachable' || err.code === 'consul-timeout');
+        await this.sleep(backoff, unreached);
         backoff = Math.min(backoff * 2, this.pace.backoffMaxMs);
       }
     }
@@ -159,11 +163,14 @@ export class BlockingLoop {
     this.lastRefill = Date.now();
   }
 
-  private sleep(ms: number): Promise<void> {
+  /** Sleeps `ms`, or less when woken (stopped, seeded, or with `untilReached`, the cluster answering again). */
+  private sleep(ms: number, untilReached = false): Promise<void> {
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
+      const cancel = untilReached ? this.http.whenReached(done) : undefined;
       function done(): void {
         clearTimeout(timer);
+        cancel?.();
         resolve();
       }
       this.wake = done;
