@@ -58,7 +58,7 @@ describe('ClusterRecovery', () => {
     await waitUntil(async () => (await r.redis.exists(`${r.prefix}:cluster-down:dest`)) === 1, { message: 'dest marked down' });
     await one.probeRound();
     await other.probeRound();
-    expect([...a, ...b]).toEqual([{ key: 'k1', reason: 'recovery' }]);
+    expect([...a, ...b]).toEqual([{ key: 'k1', reason: 'probe' }]);
   });
 
   it('does not mark a cluster down for a recovery that fails again: a service sync that always fails is run again once per failure of its own', async () => {

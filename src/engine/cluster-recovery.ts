@@ -24,14 +24,14 @@ export interface ClusterRecoveryOptions {
  * - a reconcile that cannot reach a cluster records its service sync in Redis ({@link FailedSyncs});
  *   one that was not itself a recovery also marks the cluster down;
  * - while a cluster is down, every worker looks every `probeIntervalMs`, and one of them (by a lock
- *   of one period) probes it: it queues one of the failed service syncs (`recovery`); so a cluster
- *   nothing else uses is still noticed when it comes back;
+ *   of one period) probes it: it queues one of the failed service syncs (`probe`, tried once); so a
+ *   cluster nothing else uses is still noticed when it comes back;
  * - the first reconcile (any, the probe's or another's) or heartbeat that reaches a cluster marked
  *   down, in a process that knows it down, takes every failed service sync of it at once and
  *   queues each once (`recovery`, before full syncs; one still queued or retrying is merged by the
  *   queue's de-duplication).
  *
- * No loop: a recovery that fails again is recorded but does not mark the cluster down, so a service
+ * No loop: a recovery or probe that fails again is recorded but does not mark the cluster down, so a service
  * sync that fails whatever happens (a write its destination refuses) is run again once per failure
  * of a reconcile of its own, not at every success of another one.
  *
@@ -67,7 +67,7 @@ export class ClusterRecovery {
     };
   }
 
-  /** Runs one reconcile asked for with `reason`, so that its failures are told apart (a recovery marks nothing down). */
+  /** Runs one reconcile asked for with `reason`, so that its failures are told apart (a recovery or probe marks nothing down). */
   async run<T>(key: string, reason: ReconcileReason, reconcile: () => Promise<T>): Promise<T> {
     this.running.set(key, reason);
     try {
@@ -77,7 +77,7 @@ export class ClusterRecovery {
     }
   }
 
-  /** A recovery found the service sync's task not running: nothing to run again. */
+  /** A recovery or probe found the service sync's task not running: nothing to run again. */
   forget(key: string): void {
     void this.opts.failed.forget(key).catch((err: unknown) => this.log.debug({ err, key }, 'cannot forget a failed service sync'));
   }
@@ -102,10 +102,11 @@ export class ClusterRecovery {
     try {
       const clusters = await this.opts.failed.clusters();
       for (const cluster of clusters) {
-        const { down, probe } = await this.opts.failed.probe(cluster, this.periodMs);
+        // The lock lapses a little before the next round, so that the probes keep one period apart.
+        const { down, probe } = await this.opts.failed.probe(cluster, this.periodMs * 0.9);
         if (down) this.down.add(cluster);
         else this.down.delete(cluster);
-        if (probe !== undefined) await this.opts.queue.enqueue(probe, 'recovery');
+        if (probe !== undefined) await this.opts.queue.enqueue(probe, 'probe');
       }
     } catch (err) {
       this.log.debug({ err }, 'cannot look for clusters with failed service syncs; trying again');
@@ -113,8 +114,9 @@ export class ClusterRecovery {
   }
 
   private failed(cluster: string, key: string): void {
-    // A recovery that fails again waits for the next one; only another failure marks the cluster down.
-    const down = this.running.get(key) !== 'recovery';
+    // A recovery or probe that fails again waits for the next recovery; only another failure marks the cluster down.
+    const reason = this.running.get(key);
+    const down = reason !== 'recovery' && reason !== 'probe';
     if (down) this.down.add(cluster);
     void this.opts.failed.note(cluster, key, down).catch((err: unknown) => this.log.warn({ err, cluster, key }, 'cannot record a failed service sync; the next full sync runs it'));
   }

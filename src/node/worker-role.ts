@@ -140,7 +140,7 @@ function serveShards(core: NodeCore, connections: Connections, settings: WorkerS
  */
 async function reconcileJob(core: NodeCore, data: ReconcileJobData): Promise<void> {
   const outcome = await core.recovery.run(data.key, data.reason, () => core.engine.reconciler.reconcile(data.key, data.since));
-  if (outcome.kind === 'inactive' && data.reason === 'recovery') core.recovery.forget(data.key);
+  if (outcome.kind === 'inactive' && (data.reason === 'recovery' || data.reason === 'probe')) core.recovery.forget(data.key);
   if (outcome.requeueAfterMs !== undefined) await core.queues.enqueue(data.key, 'confirm', outcome.requeueAfterMs);
 }
 

@@ -117,7 +117,7 @@ const RECOVERY_PRIORITY = 5;
 /** The BullMQ priority of a job asked for with `reason`; undefined: none, it runs first. */
 function priorityOf(reason: ReconcileReason): number | undefined {
   if (reason === 'full' || reason === 'start') return BACKGROUND_PRIORITY;
-  if (reason === 'recovery') return RECOVERY_PRIORITY;
+  if (reason === 'recovery' || reason === 'probe') return RECOVERY_PRIORITY;
   return undefined;
 }
 
@@ -132,7 +132,8 @@ function jobOptions(key: string, delay: number, reason: ReconcileReason): JobsOp
     deduplication: { id: key, keepLastIfActive: true },
     ...(delay > 0 ? { delay } : {}),
     ...(priority !== undefined ? { priority } : {}),
-    attempts: 4,
+    // A probe of a cluster that may still be down is tried once: the next probe comes anyway.
+    attempts: reason === 'probe' ? 1 : 4,
     backoff: { type: 'exponential', delay: 500 },
     removeOnComplete: true,
     removeOnFail: 1000,
