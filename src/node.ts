@@ -57,6 +57,8 @@ export interface NodeOptions {
   confirmEmptyMs?: number;
   /** Delay that coalesces a burst of changes into one reconcile. Default 0 (the queue's de-duplication coalesces bursts). */
   changeDelayMs?: number;
+  /** How often a worker looks for clusters whose service syncs failed, and probes them, ms (default 2000; see `ClusterRecovery`). */
+  recoveryProbeMs?: number | undefined;
   /** Extra or replacement adapter factories (tests, plug-ins). */
   adapters?: Readonly<Record<string, AdapterFactory>>;
   /**

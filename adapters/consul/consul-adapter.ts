@@ -41,7 +41,8 @@ interface ServiceFeed {
  *   (`consul-auth-failed`): it says nothing of what Consul holds.
  * - Watches: blocking queries (see {@link BlockingLoop}), at most `maxBlockingQueries` open (the
  *   rest poll every `pollIntervalMs`), over connections of their own; the first answer is handed
- *   over as the watch's first read, later ones call back only when the instances differ.
+ *   over as the watch's first read, later ones call back only when the instances differ. An answer
+ *   ACLs emptied moves no index: it is asked for again (with backoff) until it can be read.
  * - Writes: catalog registrations on a node no agent owns (`options.nodeName`, `regsync`), as
  *   consul-k8s does: copies need no heartbeat and no agent removes them; one check per copy
  *   (`regsync:<id>`, passing or critical) says it is a copy; stable service ids
@@ -245,14 +246,13 @@ export class ConsulAdapter implements RegistryAdapter {
     };
   }
 
+  /**
+   * One answer of a service's blocking loop. An answer that cannot be read (emptied by ACLs, not a
+   * list) throws: the loop then asks again at the index before it, rather than wait past a change
+   * it never saw.
+   */
   private feedAnswer(service: ServiceKey, feed: ServiceFeed, answer: ConsulAnswer): void {
-    let instances: Instance[];
-    try {
-      instances = this.instancesOf(service, answer);
-    } catch (err) {
-      this.log.debug({ err }, 'consul watch answer unreadable');
-      return;
-    }
+    const instances = this.instancesOf(service, answer);
     const digest = instancesDigest(instances);
     const first = feed.last === undefined;
     const changed = digest !== feed.digest;

@@ -46,8 +46,13 @@ const FIRST_BACKOFF_MS = 100;
  * - an index of 0 is never waited on (it would not block): 1 is;
  * - a token bucket (burst {@link BURST}, then one query per `minIntervalMs`) keeps a service that
  *   changes all the time from costing a query per change;
- * - failures back off from 100 ms, doubling to `backoffMaxMs`;
+ * - failures back off from 100 ms, doubling to `backoffMaxMs`; a backoff after no answer at all ends
+ *   as soon as the cluster answers again (the adapter probes it every second meanwhile), so the
+ *   watches resume within about a second of an outage's end, however long it lasted;
  * - an answer is not proof of change: `onAnswer` gets every answer and compares;
+ * - the index moves on only once `onAnswer` returned: when it throws (an answer it cannot use, such
+ *   as one emptied by ACLs), the loop backs off as after a failed query and asks again at the old
+ *   index, so that the change that answer carried is read as soon as it can be;
  * - without one of the adapter's {@link BlockingSlots}, it reads every `pollIntervalMs` instead;
  * - with `holdMs`, the loop first waits up to that long for {@link seed}: a read of the same data
  *   made elsewhere (the reconcile's) gives the index to block on, and the loop's own first read,
@@ -69,7 +74,7 @@ export class BlockingLoop {
     private readonly path: string,
     private readonly query: () => Record<string, string>,
     private readonly pace: BlockingPace,
-    /** Every answer, changed or not. */
+    /** Every answer, changed or not; throws when it cannot use the answer (the loop asks again at the old index). */
     private readonly onAnswer: (answer: ConsulAnswer) => void,
     private readonly onError: (err: unknown) => void,
     private readonly holdMs = 0,
@@ -125,13 +130,19 @@ export class BlockingLoop {
         if (answer.index === undefined) throw new ConsulRequestError('consul-bad-answer', '', `GET ${this.path}`, 'no X-Consul-Index on a blocking read');
         // 0 would never block: wait on 1 (an answer of 0 after 1 is not going backwards).
         // Backwards: start over from 0 (answered at once).
-        this.index = answer.index === 0 ? 1 : answer.index < this.index ? 0 : answer.index;
-        backoff = FIRST_BACKOFF_MS;
+        const next = answer.index === 0 ? 1 : answer.index < this.index ? 0 : answer.index;
+        // Moved on only once the answer was handled: one that could not be (emptied by ACLs) is
+        // asked for again at the old index, which Consul answers at once, so that the change it
+        // carried arrives as soon as it can be read.
         this.onAnswer(answer);
+        this.index = next;
+        backoff = FIRST_BACKOFF_MS;
       } catch (err) {
         if (this.stopped) return;
         this.onError(err);
-        await this.sleep(backoff);
+        // No answer from the cluster: the first answer again ends the backoff (see ConsulHttp.whenReached).
+        const unreached = err instanceof ConsulRequestError && (err.code === 'consul-unreachable' || err.code === 'consul-timeout');
+        await this.sleep(backoff, unreached);
         backoff = Math.min(backoff * 2, this.pace.backoffMaxMs);
       }
     }
@@ -152,11 +163,14 @@ export class BlockingLoop {
     this.lastRefill = Date.now();
   }
 
-  private sleep(ms: number): Promise<void> {
+  /** Sleeps `ms`, or less when woken (stopped, seeded, or with `untilReached`, the cluster answering again). */
+  private sleep(ms: number, untilReached = false): Promise<void> {
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
+      const cancel = untilReached ? this.http.whenReached(done) : undefined;
       function done(): void {
         clearTimeout(timer);
+        cancel?.();
         resolve();
       }
       this.wake = done;

@@ -34,6 +34,8 @@ const TLS_CODE = /^(?:ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED
 
 /** Connections kept to each agent for reads and writes: the most of them in flight to one (blocking queries have connections of their own). */
 export const CONSUL_CONNECTIONS = 64;
+/** While no endpoint answers and something waits for one to (see {@link ConsulHttp.whenReached}): the period of the one probe. */
+const REACH_PROBE_MS = 1_000;
 
 /**
  * Consul's HTTP API for one cluster: the ACL token on every request (`X-Consul-Token`), the
@@ -41,11 +43,23 @@ export const CONSUL_CONNECTIONS = 64;
  * failover: a request no endpoint answered is tried on the next one, and the endpoint that last
  * answered is tried first. An answer with an error status is not retried elsewhere (another agent
  * would answer the same) and rejects with a {@link ConsulRequestError} naming it.
+ *
+ * It also knows whether the cluster answers: once a call found no endpoint answering, callers
+ * waiting in a backoff (the blocking loops) may ask to be woken by the first answer again
+ * ({@link whenReached}); meanwhile one cheap probe (`GET /v1/status/leader`) goes out every
+ * second, so that the watches resume within about a second of the cluster coming back, however
+ * long their backoff has grown, and a cluster that is down costs one request a second, not one
+ * per watch.
  */
 export class ConsulHttp {
   private readonly dispatcher: Agent;
   private readonly blockingDispatcher: Agent;
   private current = 0;
+  /** The last call found no endpoint answering (refused, reset, timed out), and none answered since. */
+  private unreached = false;
+  private readonly waiting = new Set<() => void>();
+  private probe: NodeJS.Timeout | undefined;
+  private closed = false;
 
   constructor(
     private readonly clusterId: string,
@@ -99,14 +113,52 @@ export class ConsulHttp {
       try {
         const answer = await this.send(endpoints[at] as ConsulEndpoint, call, what);
         this.current = at;
+        this.answered();
         return answer;
       } catch (err) {
-        if (!(err instanceof ConsulRequestError) || (err.code !== 'consul-unreachable' && err.code !== 'consul-timeout')) throw err;
+        if (!(err instanceof ConsulRequestError) || (err.code !== 'consul-unreachable' && err.code !== 'consul-timeout')) {
+          // An error status is an answer: the cluster is there.
+          if (err instanceof ConsulRequestError && err.status !== undefined) this.answered();
+          throw err;
+        }
         if (call.signal?.aborted) throw new ConsulRequestError('consul-closed', this.clusterId, what, 'closed');
         last = err;
       }
     }
+    this.unreached = true;
     throw last;
+  }
+
+  /**
+   * Calls `wake` once an endpoint answers again, when the last call found none answering (else
+   * never: answers a no-op); until then a probe goes out every second. Answers a function that
+   * cancels the wait.
+   */
+  whenReached(wake: () => void): () => void {
+    if (!this.unreached || this.closed) return () => {};
+    this.waiting.add(wake);
+    if (this.probe === undefined) {
+      this.probe = setInterval(() => void this.call({ method: 'GET', path: '/v1/status/leader' }).catch(() => undefined), REACH_PROBE_MS);
+      this.probe.unref();
+    }
+    return () => {
+      this.waiting.delete(wake);
+      if (this.waiting.size === 0) this.stopProbe();
+    };
+  }
+
+  private answered(): void {
+    if (!this.unreached) return;
+    this.unreached = false;
+    this.stopProbe();
+    const woken = [...this.waiting];
+    this.waiting.clear();
+    for (const wake of woken) wake();
+  }
+
+  private stopProbe(): void {
+    clearInterval(this.probe);
+    this.probe = undefined;
   }
 
   private async send(endpoint: ConsulEndpoint, call: ConsulCall, what: string): Promise<ConsulAnswer> {
@@ -167,6 +219,9 @@ export class ConsulHttp {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    this.stopProbe();
+    this.waiting.clear();
     await Promise.all([this.dispatcher.destroy(), this.blockingDispatcher.destroy()]);
   }
 }

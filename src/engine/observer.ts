@@ -74,9 +74,10 @@ export interface EngineObserver {
   event?(event: TaskEventInput): void;
   /**
    * A reconcile of `taskId` reached `clusterId` (read or wrote it), or could not (`reason`: the
-   * problem's line); the event log turns the changes into `cluster` events.
+   * problem's line); the event log turns the changes into `cluster` events, and the recovery of
+   * failed service syncs (`ClusterRecovery`) remembers which service sync (`key`) could not reach it.
    */
-  clusterReached?(clusterId: string, reached: boolean, detail: { taskId: string; reason?: string | undefined }): void;
+  clusterReached?(clusterId: string, reached: boolean, detail: { taskId: string; key?: string | undefined; reason?: string | undefined }): void;
 }
 
 /** The observer that ignores everything (the default). */

@@ -606,7 +606,7 @@ export class Reconciler {
   /** Tells the observer that this run reached a cluster, or could not; an observer that throws never fails the reconcile. */
   private reached(run: Run, clusterId: string, reached: boolean, reason?: string): void {
     try {
-      this.observer.clusterReached?.(clusterId, reached, { taskId: run.taskId, reason });
+      this.observer.clusterReached?.(clusterId, reached, { taskId: run.taskId, key: run.key, reason });
     } catch (err) {
       this.log.warn({ err }, 'a cluster observer threw');
     }

@@ -2,7 +2,9 @@ import type { Logger } from 'pino';
 import { KINDS } from '../../adapters/kinds.js';
 import { shardOf, type Deployment, type ShardCoordinator } from '../coord/index.js';
 import { AdapterPool, type AdapterFactory } from '../engine/adapter-pool.js';
+import { ClusterRecovery } from '../engine/cluster-recovery.js';
 import { ControlBus } from '../engine/control-bus.js';
+import { FailedSyncs } from '../engine/failed-syncs.js';
 import { HeartbeatScheduler } from '../engine/heartbeat-scheduler.js';
 import { LiveSets } from '../engine/live-sets.js';
 import { SetPublisher } from '../engine/set-publisher.js';
@@ -29,6 +31,8 @@ export interface CoreSettings {
   changeDelayMs?: number | undefined;
   adapters?: Readonly<Record<string, AdapterFactory>> | undefined;
   cmdb?: { cache: CmdbCache; describe: string } | undefined;
+  /** How often a worker looks for clusters with failed service syncs and probes them (default 2000 ms; see `ClusterRecovery`). */
+  recoveryProbeMs?: number | undefined;
   /** The workers' lease TTL (default 5000): a lost shard's connection-bound sets stay published three times as long. */
   leaseTtlMs?: number | undefined;
   /** Encrypts and decrypts the clusters' secrets in the store (default none: stored as given). */
@@ -73,6 +77,8 @@ export interface NodeCore {
   bus: ControlBus;
   leadership: Leadership;
   engine: SyncEngine;
+  /** Runs the service syncs that could not reach a cluster again once it answers (the worker role starts its probes). */
+  recovery: ClusterRecovery;
 }
 
 /**
@@ -88,14 +94,15 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
   const store = new RegsyncStore(redis, prefix, settings.secrets);
   const metrics = new RegsyncMetrics({ logger });
   const events = new TaskEventLog({ redis, prefix, logger, connect: () => connections.connect({ maxRetriesPerRequest: null }) });
-  const observer = combineObservers(metrics, events.observer);
+  const queues = new ShardQueues({ connection: connections.queue, prefix: redisKeys.queues(prefix), changeDelayMs: settings.changeDelayMs }, shardOfKey);
+  const recovery = new ClusterRecovery({ failed: new FailedSyncs(redis, prefix), queue: queues, logger, probeIntervalMs: settings.recoveryProbeMs });
+  const observer = combineObservers(metrics, events.observer, recovery.observer);
   const clusterErrors = new ClusterErrorHistory(redis, prefix);
   const adapters = new AdapterPool((id) => store.getCluster(id), { ...kindFactories(metrics, clusterErrors), ...settings.adapters }, logger);
   metrics.watchConnections(() => adapters.built());
   const leadership = new Leadership();
   // Checked at every beat: a leader past its lease's local deadline (and grace) sends none, even before it hears so.
   const heartbeats = new HeartbeatScheduler({ logger, observer, mayBeat: (key) => leadership.leads(shardOfKey(key)), mayRegister: (key) => leadership.holdsLease(shardOfKey(key)) });
-  const queues = new ShardQueues({ connection: connections.queue, prefix: redisKeys.queues(prefix), changeDelayMs: settings.changeDelayMs }, shardOfKey);
   const liveSets = new LiveSets(redis, prefix);
   // A replacement for a dead worker may be given shards before the dead one's membership lapses (a lease TTL).
   const handoverGraceMs = 3 * (settings.leaseTtlMs ?? 5_000);
@@ -139,6 +146,7 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
     bus,
     leadership,
     engine,
+    recovery,
   };
 }
 

@@ -3,7 +3,7 @@ import type { CmdbCache } from '../cmdb/cache.js';
 import { createShardCoordinator, DEFAULT_LEASE_TTL_MS, type ShardCoordinator } from '../coord/index.js';
 import type { ControlMessage } from '../engine/control-bus.js';
 import type { SyncEngine } from '../engine/sync-engine.js';
-import { ShardWorker } from '../queue/shard-queue.js';
+import { ShardWorker, type ReconcileJobData } from '../queue/shard-queue.js';
 import type { Connections } from './connections.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { TransportStats } from '../model/adapter.js';
@@ -79,6 +79,8 @@ export async function startWorkerRole(core: NodeCore, connections: Connections, 
     throw err;
   });
   await lifecycle.step('engine', startEngine, () => engine.stop(), 10_000);
+  // Every worker looks for clusters that failed service syncs and probes them (one process per cluster and period).
+  await lifecycle.step('recovery probes', async () => core.recovery.start(), () => core.recovery.stop(), 5_000);
   // Hand the led shards over first, so that the others start beating while this one winds down.
   await lifecycle.step('leases', () => coordinator.start(), () => coordinator.stop(), 10_000);
   if (settings.cmdb) {
@@ -131,9 +133,14 @@ function serveShards(core: NodeCore, connections: Connections, settings: WorkerS
   log.info({ shards: served }, 'serving shards');
 }
 
-/** One queue job: a reconcile, and the later one it asks for (a guard waiting for its confirming read). */
-async function reconcileJob(core: NodeCore, data: { key: string; since: number }): Promise<void> {
-  const outcome = await core.engine.reconciler.reconcile(data.key, data.since);
+/**
+ * One queue job: a reconcile, and the later one it asks for (a guard waiting for its confirming
+ * read). The recovery knows why it runs (a failed recovery marks no cluster down), and forgets a
+ * recovered service sync whose task no longer runs.
+ */
+async function reconcileJob(core: NodeCore, data: ReconcileJobData): Promise<void> {
+  const outcome = await core.recovery.run(data.key, data.reason, () => core.engine.reconciler.reconcile(data.key, data.since));
+  if (outcome.kind === 'inactive' && (data.reason === 'recovery' || data.reason === 'probe')) core.recovery.forget(data.key);
   if (outcome.requeueAfterMs !== undefined) await core.queues.enqueue(data.key, 'confirm', outcome.requeueAfterMs);
 }
 

@@ -95,6 +95,36 @@ describe('ShardQueue de-duplication', () => {
     }
   });
 
+  it('runs recoveries after changes and before full syncs, once per key, and a change merged into a waiting recovery first', async () => {
+    const prefix = `q${randomUUID().slice(0, 8)}`;
+    const queue = new ShardQueue({ connection, prefix, changeDelayMs: 0 });
+    await queue.enqueueMany(['f1', 'f2'], 'full');
+    await queue.enqueueMany(['r1', 'r2', 'r3', 'f2'], 'recovery');
+    await queue.enqueue('r1', 'recovery');
+    await queue.enqueue('c1', 'change');
+    await queue.enqueue('r3', 'change');
+    const order: string[] = [];
+    const worker = new ShardWorker(
+      { connection: new Redis(server.url, { maxRetriesPerRequest: null }), prefix, concurrency: 1 },
+      async (data) => {
+        order.push(data.key);
+      },
+      silentLogger(),
+    );
+    try {
+      await waitUntil(() => order.length === 6, { message: 'every job run' });
+      // The changes first (r3's merged into its waiting recovery), then the recoveries, then the
+      // full syncs (f2's recovery merged into its waiting full-sync job runs with them).
+      expect(order.slice(0, 2).sort()).toEqual(['c1', 'r3']);
+      expect(order.slice(2)).toEqual(['r1', 'r2', 'f1', 'f2']);
+      await waitUntil(async () => (await queue.depth()) === 0, { message: 'queue drained' });
+      expect(order).toHaveLength(6);
+    } finally {
+      await worker.close();
+      await queue.close();
+    }
+  });
+
   it('coalesces a burst of changes into one reconcile and keeps keys apart', async () => {
     const prefix = `q${randomUUID().slice(0, 8)}`;
     const queue = new ShardQueue({ connection, prefix, changeDelayMs: 200 });

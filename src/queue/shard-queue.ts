@@ -39,7 +39,7 @@ export interface ShardQueueOptions {
 export class ShardQueue {
   readonly queue: Queue<ReconcileJobData>;
   private readonly changeDelayMs: number;
-  /** Service sync key -> id of the last background job this queue added for it. */
+  /** Service sync key -> id of the last job this queue added behind changes (background or recovery) for it. */
   private readonly background = new Map<string, string>();
 
   constructor(options: ShardQueueOptions) {
@@ -54,15 +54,15 @@ export class ShardQueue {
   }
 
   /**
-   * Asks for a reconcile of `key` soon. Full syncs and starts wait behind changes (background
-   * priority); a change merged into a background job still waiting moves that job to the front, so
-   * that a change never waits behind thousands of full-sync jobs.
+   * Asks for a reconcile of `key` soon. Recoveries wait behind changes, full syncs and starts behind
+   * both (background priority); a change merged into such a job still waiting moves that job to the
+   * front, so that a change never waits behind thousands of full-sync or recovery jobs.
    */
   async enqueue(key: string, reason: ReconcileReason, delayMs?: number): Promise<void> {
     const delay = delayMs ?? (reason === 'change' ? this.changeDelayMs : 0);
     const job = await this.queue.add(RECONCILE_JOB, { key, since: Date.now(), reason }, jobOptions(key, delay, reason));
     if (job.id === undefined) return;
-    if (isBackground(reason)) {
+    if (isDeferred(reason)) {
       this.background.set(key, job.id);
       return;
     }
@@ -87,7 +87,7 @@ export class ShardQueue {
       const jobs = await this.queue.addBulk(batch.map((key) => ({ name: RECONCILE_JOB, data: { key, since, reason }, opts: jobOptions(key, delay, reason) })));
       for (const job of jobs) {
         if (job.id === undefined) continue;
-        if (isBackground(reason)) this.background.set(job.data.key, job.id);
+        if (isDeferred(reason)) this.background.set(job.data.key, job.id);
         else if (delay === 0 && this.background.get(job.data.key) === job.id) {
           this.background.delete(job.data.key);
           await job.changePriority({ priority: 0 }).catch(() => undefined);
@@ -111,17 +111,29 @@ export const BULK_SIZE = 100;
 
 /** BullMQ priority of full-sync and start jobs (jobs without a priority, changes, run first). */
 const BACKGROUND_PRIORITY = 10;
+/** BullMQ priority of recovery jobs (service syncs that failed during an outage): after changes, before full syncs. */
+const RECOVERY_PRIORITY = 5;
 
-function isBackground(reason: ReconcileReason): boolean {
-  return reason === 'full' || reason === 'start';
+/** The BullMQ priority of a job asked for with `reason`; undefined: none, it runs first. */
+function priorityOf(reason: ReconcileReason): number | undefined {
+  if (reason === 'full' || reason === 'start') return BACKGROUND_PRIORITY;
+  if (reason === 'recovery' || reason === 'probe') return RECOVERY_PRIORITY;
+  return undefined;
+}
+
+/** Whether a job waits behind changes (a change merged into it moves it to the front). */
+function isDeferred(reason: ReconcileReason): boolean {
+  return priorityOf(reason) !== undefined;
 }
 
 function jobOptions(key: string, delay: number, reason: ReconcileReason): JobsOptions {
+  const priority = priorityOf(reason);
   return {
     deduplication: { id: key, keepLastIfActive: true },
     ...(delay > 0 ? { delay } : {}),
-    ...(isBackground(reason) ? { priority: BACKGROUND_PRIORITY } : {}),
-    attempts: 4,
+    ...(priority !== undefined ? { priority } : {}),
+    // A probe of a cluster that may still be down is tried once: the next probe comes anyway.
+    attempts: reason === 'probe' ? 1 : 4,
     backoff: { type: 'exponential', delay: 500 },
     removeOnComplete: true,
     removeOnFail: 1000,

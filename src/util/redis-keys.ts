@@ -16,6 +16,8 @@
  * | `<p>:deployment` | string | shards and replicas, fixed at the first start |
  * | `<p>:schema`, `<p>:schema-lock` | string | the version of the state's layout; held while a process migrates it |
  * | `<p>:cluster-reach:<id>` | string | `up` or `down`: whether the last reconcile that used the cluster reached it (for its `cluster` events) |
+ * | `<p>:failed-syncs:<id>`, `<p>:cluster-down:<id>` | set, string | service sync keys whose reconcile could not reach the cluster; set while a reconcile (not a recovery) failed so since the last drain |
+ * | `<p>:failed-clusters`, `<p>:recovery-probe:<id>` | set, string | clusters with failed service syncs; held by the process that probes one for a period |
  * | `<p>:workers`, `<p>:worker:<id>` | zset, string | live workers by last heartbeat; one worker's record |
  * | `<p>:workers:events` | channel | workers joining and leaving |
  * | `<p>:lease:<shard>`, `<p>:lease-token:<shard>`, `<p>:lease-since:<shard>` | string | a shard's leader, its token counter, when the token was handed out |
@@ -47,6 +49,10 @@ export const redisKeys = {
   schema: (p: string) => `${p}:schema`,
   schemaLock: (p: string) => `${p}:schema-lock`,
   clusterReach: (p: string, id: string) => `${p}:cluster-reach:${id}`,
+  failedSyncs: (p: string, id: string) => `${p}:failed-syncs:${id}`,
+  clusterDown: (p: string, id: string) => `${p}:cluster-down:${id}`,
+  failedClusters: (p: string) => `${p}:failed-clusters`,
+  recoveryProbe: (p: string, id: string) => `${p}:recovery-probe:${id}`,
   workers: (p: string) => `${p}:workers`,
   workerEvents: (p: string) => `${p}:workers:events`,
   worker: (p: string, id: string) => `${p}:worker:${id}`,

@@ -61,8 +61,12 @@ export interface ConsulRequestRecord {
   blocking: boolean;
 }
 
-/** What an ACL token may do. */
-export type ConsulTokenPolicy = 'read' | 'write';
+/**
+ * What an ACL token may do. `none`: a known token whose policies grant no `service:read` or
+ * `node:read` (its reads answer as the anonymous token's do, filtered empty); a test may change a
+ * token's policy in {@link ConsulServerOptions.tokens} while the server runs.
+ */
+export type ConsulTokenPolicy = 'none' | 'read' | 'write';
 
 export interface ConsulServerOptions {
   /** The datacenter (default `dc1`); a read or write naming another answers 500 "No path to datacenter". */
@@ -704,6 +708,13 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
       if (query.dc !== undefined && query.dc !== '' && query.dc !== datacenter) throw new HttpError(500, 'No path to datacenter');
       const acl = aclOf(token);
       const canRead = acl === undefined || acl.policy !== 'none';
+      // A blocking read resolves its token again when it answers, as Consul runs the query again:
+      // a policy changed while it waited applies to its answer.
+      const mayRead = (): boolean => {
+        if (acl === undefined) return true;
+        const policy = token === undefined || token === '' ? 'none' : tokens?.[token];
+        return policy !== undefined && policy !== 'none';
+      };
       const mustWrite = (on: string, permission = 'service:write') => {
         if (acl !== undefined && acl.policy !== 'write') throw denied(acl, permission, on);
       };
@@ -720,12 +731,12 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
         return send({ status: 200, body: { Config: { Datacenter: datacenter, NodeName: agentNode, Version: '1.20.0', Server: true }, Member: { Name: agentNode, Addr: '127.0.0.1', Status: 1 } } });
       }
       if ((m = route('GET', /^\/v1\/catalog\/services$/))) {
-        blockingRead(query, res, () => Math.max(1, servicesTableIndex), () => ({ body: canRead ? catalogServices() : {}, filtered: !canRead }), send);
+        blockingRead(query, res, () => Math.max(1, servicesTableIndex), () => ({ body: mayRead() ? catalogServices() : {}, filtered: !mayRead() }), send);
         return;
       }
       if ((m = route('GET', /^\/v1\/catalog\/service\/(.+)$/))) {
         const name = m[1] as string;
-        blockingRead(query, res, () => indexOfService(name), () => ({ body: canRead ? catalogService(name, query.tag) : [], filtered: !canRead }), send, name);
+        blockingRead(query, res, () => indexOfService(name), () => ({ body: mayRead() ? catalogService(name, query.tag) : [], filtered: !mayRead() }), send, name);
         return;
       }
       if ((m = route('GET', /^\/v1\/health\/service\/(.+)$/))) {
@@ -736,9 +747,9 @@ export async function startConsulServer(options: ConsulServerOptions = {}): Prom
           res,
           () => indexOfService(name),
           () => {
-            let entries = canRead ? healthService(name, query.tag) : [];
+            let entries = mayRead() ? healthService(name, query.tag) : [];
             if (passingOnly) entries = entries.filter((e) => e.Checks.every((c) => c.Status === 'passing'));
-            return { body: entries, filtered: !canRead };
+            return { body: entries, filtered: !mayRead() };
           },
           send,
           name,

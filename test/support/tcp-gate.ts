@@ -13,6 +13,8 @@ export interface TcpGate {
   hold(): void;
   /** Lets connections through again (held ones are dropped). */
   open(): void;
+  /** Connections refused (reset at once) while cut, so far: how often a client tried again. */
+  refused(): number;
   close(): Promise<void>;
 }
 
@@ -25,9 +27,11 @@ export async function startTcpGate(target: string): Promise<TcpGate> {
   const [host, port] = [target.slice(0, at), Number(target.slice(at + 1))];
   const sockets = new Set<Socket>();
   let mode: 'open' | 'cut' | 'hold' = 'open';
+  let refused = 0;
   const held = new Set<Socket>();
   const server = createServer((client) => {
     if (mode === 'cut') {
+      refused += 1;
       client.resetAndDestroy();
       return;
     }
@@ -65,6 +69,7 @@ export async function startTcpGate(target: string): Promise<TcpGate> {
       mode = 'open';
       for (const s of held) s.resetAndDestroy();
     },
+    refused: () => refused,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of [...sockets, ...held]) s.destroy();
