@@ -66,7 +66,7 @@ const MAX_KNOWN_SECRETS = 4096;
 /**
  * Remembers secret values that {@link maskSecretsInText}, every log line and the API's messages
  * mask wherever they appear, percent-encoded too (as a query string quotes them). Called where a
- * secret enters the process: the Redis URL when its connections are opened, a cluster record when
+ * secret enters the process: the Redis URL when it is taken apart, a cluster record when
  * the store decrypts it. Nothing is ever forgotten but the oldest beyond a few thousand.
  */
 export function rememberSecrets(...values: readonly (string | undefined)[]): void {
