@@ -1,6 +1,5 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { maskSecretsInText } from '../log.js';
 import type { RegistryAdapter } from '../model/adapter.js';
 import { isUnreached, problemsText, type GuardState, type Problem, type ServiceStatus, type SkippedCounts, type TaskProblem } from '../model/service-status.js';
 import {
@@ -630,8 +629,7 @@ export class Reconciler {
   private async recordProblem(run: Run, problem: Problem, kind: TaskEventKind = 'error'): Promise<void> {
     const { taskId, service } = run;
     const [previous] = await Promise.all([run.previous(), this.forgetEmptyRead(run)]);
-    // Compared masked: the store keeps messages masked (`maskSecretsInText`), so a message quoting a secret is news once too.
-    if (previous?.lastError == null || maskSecretsInText(previous.lastError) !== maskSecretsInText(problem.message)) this.emit(kind, taskId, service, problem.message);
+    if (previous?.lastError !== problem.message) this.emit(kind, taskId, service, problem.message);
     await this.opts.store
       .putServiceStatus(taskId, {
         service,

@@ -4,7 +4,7 @@ import { compareStrings, isClusterSpec, isGuardState, isServiceStatus, isTaskSpe
 import { CREATE_TASKS, DELETE_TASK, PUT_CLUSTER, PUT_STATUS_IF_TASK, REPLACE_CLUSTER_IF, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
 import { SecretBox, type SecretPlace } from '../secrets/secret-box.js';
 import type { GuardState, ServiceStatus, SkippedCounts, TaskProblem } from '../model/service-status.js';
-import { maskSecretsInText, rememberSecrets } from '../log.js';
+import { rememberSecrets } from '../log.js';
 import { StoreError } from './store-error.js';
 import { evalScript } from '../util/redis-script.js';
 import { redisKeys } from '../util/redis-keys.js';
@@ -396,7 +396,7 @@ export class RegsyncStore {
    * clears it with null. Writes nothing when the task does not exist (as {@link putServiceStatus}).
    */
   async setTaskError(taskId: string, problem: TaskProblem | null): Promise<void> {
-    const args = problem === null ? ['clear'] : ['set', JSON.stringify({ code: problem.code, cluster: problem.cluster, message: maskSecretsInText(problem.message) })];
+    const args = problem === null ? ['clear'] : ['set', JSON.stringify({ code: problem.code, cluster: problem.cluster, message: problem.message })];
     await evalScript(this.redis, SET_ERROR_IF_TASK, 2, this.taskKey(taskId), this.errorKey(taskId), ...args);
   }
 
@@ -606,7 +606,6 @@ const TASK_OPTION_KEYS = Object.keys({
   massDeletionConfirm: true,
 } satisfies Record<keyof TaskOptions, true>) as Array<keyof TaskOptions>;
 
-/** A status as stored: known fields only, its messages masked (they quote what registries said). */
 function storedStatus(status: ServiceStatus): ServiceStatus {
   return {
     service: { namespace: status.service.namespace, group: status.service.group, name: status.service.name },
@@ -614,8 +613,8 @@ function storedStatus(status: ServiceStatus): ServiceStatus {
     destinationInstances: status.destinationInstances,
     lastSyncAt: status.lastSyncAt,
     lagMs: status.lagMs,
-    lastError: status.lastError === null ? null : maskSecretsInText(status.lastError),
-    ...(status.problems !== undefined ? { problems: status.problems.map((p) => ({ code: p.code, side: p.side, cluster: p.cluster, message: maskSecretsInText(p.message), ...(p.cause !== undefined ? { cause: p.cause } : {}) })) } : {}),
+    lastError: status.lastError,
+    ...(status.problems !== undefined ? { problems: status.problems.map((p) => ({ code: p.code, side: p.side, cluster: p.cluster, message: p.message, ...(p.cause !== undefined ? { cause: p.cause } : {}) })) } : {}),
     ...(status.sourceDigest !== undefined ? { sourceDigest: status.sourceDigest } : {}),
     ...(status.held ? { held: storedHeld(status.held) } : {}),
     ...(status.skipped !== undefined ? { skipped: storedSkipped(status.skipped) } : {}),
