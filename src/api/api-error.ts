@@ -1,5 +1,4 @@
 import { API_ERRORS, type ApiErrorBody, type ApiErrorCode } from './errors.js';
-import { maskSecretsInText } from '../log.js';
 
 /**
  * An error the API answers as `{"error": {"code", "message"}}` with the status the code has in
@@ -24,8 +23,8 @@ export class ApiError extends Error {
     return API_ERRORS[this.code].status;
   }
 
-  /** The response body; its message masked (`maskSecretsInText`), as it may quote what a client sent or a registry said. */
+  /** The response body. */
   toBody(): ApiErrorBody {
-    return { error: { code: this.code, message: maskSecretsInText(this.message) } };
+    return { error: { code: this.code, message: this.message } };
   }
 }

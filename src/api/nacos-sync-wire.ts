@@ -3,7 +3,6 @@ import { KINDS, kindNamed, validateCluster } from '../../adapters/kinds.js';
 import { ClusterConfigError, DEFAULT_GROUP, NACOS_SYNC_NAME_OPTION, type ClusterSpec, type TaskSpec } from '../model/index.js';
 import { NacosSyncError, RESULT_SYSTEM_ERROR } from './nacos-sync-error.js';
 import { ENDPOINT_PATTERN, NAME_PATTERN } from './schemas.js';
-import { maskSecretsInText } from '../log.js';
 
 /**
  * nacos-sync's wire contract, as pure functions: ids, cluster types, connect keys, the result
@@ -28,13 +27,9 @@ export function okResult<T extends object>(fields: T, message: string | null = n
   return { success: true, resultMessage: message, resultCode: RESULT_SUCCESS, ...fields };
 }
 
-/**
- * A failed answer, as `SkyWalkerTemplate` builds it from a `SkyWalkerException`. The message is
- * masked (`maskSecretsInText`): it may quote what the client sent, an endpoint URL with its
- * password included, or what a registry said.
- */
+/** A failed answer, as `SkyWalkerTemplate` builds it from a `SkyWalkerException`. */
 export function failedResult(message: string): NacosSyncResult {
-  return { success: false, resultMessage: maskSecretsInText(message), resultCode: RESULT_SYSTEM_ERROR };
+  return { success: false, resultMessage: message, resultCode: RESULT_SYSTEM_ERROR };
 }
 
 /** Every cluster type nacos-sync knows (`ClusterTypeEnum`), in its order. */
