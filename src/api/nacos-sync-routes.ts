@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
+import { maskSecretsInText } from '../log.js';
 import type { TaskOptions, TaskSpec } from '../model/index.js';
 import { ANY } from '../model/task-rules.js';
 import type { RouteContext } from './api-deps.js';
@@ -399,11 +400,13 @@ function messageOf(err: unknown): string {
  * refuse (missing or malformed fields, unknown clusters, a task in the way, a failed cleanup)
  * answers HTTP 200 with `success: false`, as there; body-level problems keep their 4xx status;
  * anything unexpected is a 500 with a message that reveals nothing (the log has the error).
+ * Messages are masked as the native API's are (`maskSecretsInText`).
  */
 function sendFailure(error: unknown, request: FastifyRequest, reply: FastifyReply, log: Logger, bodyLimit: number): FastifyReply {
   const { status, message } = failureOf(error, bodyLimit);
   if (status >= 500) log.error({ err: error, method: request.method, url: request.url }, 'request failed');
-  return reply.code(status).type('application/json; charset=utf-8').send(failedResult(message));
+  // The message may quote what the client sent (an endpoint URL with its password) or a registry said.
+  return reply.code(status).type('application/json; charset=utf-8').send(failedResult(maskSecretsInText(message)));
 }
 
 function failureOf(error: unknown, bodyLimit: number): { status: number; message: string } {

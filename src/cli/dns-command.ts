@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { waitForRedis } from '../node/redis-ready.js';
 import { openRedis } from '../node/connections.js';
+import { RedisErrorLog } from '../node/redis-error-log.js';
 import { DEFAULT_REDIS_CONNECT_TIMEOUT_MS, parseRedisUrl, type RedisClientSettings } from '../node/redis-target.js';
 import { redisSettingsOf, type RedisCommandOptions } from './redis-options.js';
 import type { Logger } from 'pino';
@@ -68,8 +69,9 @@ export async function startDnsOnRedis(options: {
   const prefix = options.prefix ?? 'regsync';
   const target = parseRedisUrl(options.redisUrl);
   const connections: Redis[] = [];
+  const errors = new RedisErrorLog(options.logger, target, 'redis connection error (DNS)');
   const connect = () => {
-    const redis = openRedis(target, options.redis ?? {}, { maxRetriesPerRequest: 3 }, options.logger, 'redis connection error (DNS)');
+    const redis = openRedis(target, options.redis ?? {}, { maxRetriesPerRequest: 3 }, errors, options.logger);
     connections.push(redis);
     return redis;
   };

@@ -2,6 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { EngineObserver, TaskEvent, TaskEventInput, TaskEventKind } from '../engine/observer.js';
+import { maskSecretsInText } from '../log.js';
 import { evalScript } from '../util/redis-script.js';
 import { redisKeys } from '../util/redis-keys.js';
 
@@ -335,9 +336,9 @@ export function parseEntry(id: string, fields: readonly string[]): TaskEvent | u
   return event;
 }
 
-/** An event's stream fields: `kind`, `message`, and `task`, `service`, `cluster` when set. */
+/** An event's stream fields: `kind`, `message` (masked: it may quote what a registry said), and `task`, `service`, `cluster` when set. */
 function fieldsOf(event: TaskEventInput): string[] {
-  const fields: string[] = ['kind', event.kind, 'message', event.message];
+  const fields: string[] = ['kind', event.kind, 'message', maskSecretsInText(event.message)];
   if (event.taskId !== undefined) fields.push('task', event.taskId);
   if (event.service !== undefined) fields.push('service', event.service);
   if (event.clusterId !== undefined) fields.push('cluster', event.clusterId);

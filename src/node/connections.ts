@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { RedisErrorLog } from './redis-error-log.js';
 import { waitForRedis } from './redis-ready.js';
 import {
   DEFAULT_REDIS_CONNECT_TIMEOUT_MS,
@@ -16,21 +17,23 @@ export type { ConnectionSettings } from './redis-target.js';
 const guarded = new WeakSet<object>();
 
 /**
- * A new ioredis connection to `target`, its errors logged (URL masked). ioredis listens `once` for
- * a stream's error, and a failed TLS handshake can raise two (the verification, then the server's
- * alert): the second would be an uncaught exception that ends the process. At the first error the
- * stream gets a listener of its own, so later ones are only logged with it.
+ * A new ioredis connection to `target`, its errors told to `errors` (which logs news once, not
+ * every retry). ioredis listens `once` for a stream's error, and a failed TLS handshake can raise
+ * two (the verification, then the server's alert): the second would be an uncaught exception that
+ * ends the process. At the first error the stream gets a listener of its own, so later ones are
+ * only logged with it.
  */
-export function openRedis(target: RedisTarget, settings: RedisClientSettings, connection: ConnectionSettings, logger: Logger, what = 'redis connection error'): Redis {
+export function openRedis(target: RedisTarget, settings: RedisClientSettings, connection: ConnectionSettings, errors: RedisErrorLog, logger: Logger): Redis {
   const redis = new Redis(redisOptions(target, settings, connection));
-  redis.on('error', (err) => {
+  redis.on('error', (err: Error) => {
     const stream = redis.stream as object | undefined;
     if (stream && !guarded.has(stream)) {
       guarded.add(stream);
       redis.stream.on('error', (late: Error) => logger.debug({ err: late, redis: target.masked }, 'redis connection error after the first'));
     }
-    logger.warn({ err, redis: target.masked }, what);
+    errors.failed(err);
   });
+  redis.on('ready', () => errors.ready());
   return redis;
 }
 
@@ -48,6 +51,8 @@ export class Connections {
   /** The URL taken apart (its `masked` form is the one to show). */
   readonly target: RedisTarget;
   private readonly all: Redis[] = [];
+  /** One log of connection errors for all of them: a failure of Redis is one line, not one per connection and retry. */
+  private readonly errors: RedisErrorLog;
 
   /** Throws a `RedisConfigError` when `url` is not a Redis URL regsync can use. */
   constructor(
@@ -56,6 +61,7 @@ export class Connections {
     private readonly settings: RedisClientSettings = {},
   ) {
     this.target = parseRedisUrl(url);
+    this.errors = new RedisErrorLog(logger, this.target);
     this.store = this.connect({ maxRetriesPerRequest: 3, enableAutoPipelining: true });
     this.queue = this.connect({ maxRetriesPerRequest: null });
     this.subscriber = this.connect({ maxRetriesPerRequest: null });
@@ -63,7 +69,7 @@ export class Connections {
 
   /** A new connection of this process, cut with the others. */
   connect(settings: ConnectionSettings): Redis {
-    const redis = openRedis(this.target, this.settings, settings, this.logger);
+    const redis = openRedis(this.target, this.settings, settings, this.errors, this.logger);
     this.all.push(redis);
     return redis;
   }

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isIPv4, isIPv6 } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import type { RedisOptions } from 'ioredis';
+import { rememberSecrets } from '../log.js';
 import { RedisConfigError } from './redis-config-error.js';
 
 /** One `host:port` of a Redis URL (IPv6 without its brackets). */
@@ -76,7 +77,8 @@ const FORMS = 'redis://[user:password@]host[:port][/db], rediss://…, redis+sen
 /**
  * Takes a `--redis` URL apart (see {@link RedisTarget} for the forms). Throws a
  * {@link RedisConfigError} naming the part at fault (scheme, host, port, db, master name, query
- * parameter), with passwords masked.
+ * parameter), with passwords masked. Its passwords are remembered as secrets
+ * (`rememberSecrets`), so that no log line shows them wherever a client library quotes them.
  */
 export function parseRedisUrl(url: string): RedisTarget {
   const masked = maskRedisUrl(url);
@@ -118,6 +120,7 @@ export function parseRedisUrl(url: string): RedisTarget {
       throw bad(`query parameter ${name}`, scheme.sentinel ? `unknown query parameter ${JSON.stringify(name)} (known: ${[...SENTINEL_PARAMS].join(', ')})` : `unknown query parameter ${JSON.stringify(name)} (a redis:// URL takes none)`);
     }
   }
+  rememberSecrets(password, query.get('sentinelPassword') ?? undefined);
   const target: RedisTarget = { masked, tls: scheme.tls, username, password, db };
   if (!scheme.sentinel) return { ...target, node: hosts[0] };
   const sentinelTls = query.get('sentinelTls');

@@ -4,6 +4,7 @@ import { compareStrings, isClusterSpec, isGuardState, isServiceStatus, isTaskSpe
 import { CREATE_TASKS, DELETE_TASK, PUT_CLUSTER, PUT_STATUS_IF_TASK, REPLACE_CLUSTER_IF, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
 import { SecretBox, type SecretPlace } from '../secrets/secret-box.js';
 import type { GuardState, ServiceStatus, SkippedCounts, TaskProblem } from '../model/service-status.js';
+import { rememberSecrets } from '../log.js';
 import { StoreError } from './store-error.js';
 import { evalScript } from '../util/redis-script.js';
 import { redisKeys } from '../util/redis-keys.js';
@@ -445,16 +446,21 @@ export class RegsyncStore {
     throw new StoreError('unexpected_reply', key, `writing ${key}: unexpected script reply ${JSON.stringify(reply)}`);
   }
 
-  /** A stored cluster, its secrets decrypted (a {@link SecretKeyError} when one needs a key the box lacks). */
+  /**
+   * A stored cluster, its secrets decrypted (a {@link SecretKeyError} when one needs a key the box
+   * lacks) and remembered, so that no log line or message of this process shows them.
+   */
   private parseCluster(key: string, id: string, raw: string): ClusterSpec {
     const spec = parseRecord(key, raw, 'cluster', isClusterSpec);
     if (spec.id !== id) throw new StoreError('corrupt_record', key, `${key} holds cluster ${JSON.stringify(spec.id)}`);
     if (spec.password !== undefined) spec.password = this.secrets.open(spec.password, { cluster: id, field: 'password' });
+    rememberSecrets(spec.password);
     return spec;
   }
 
-  /** The record to write for a cluster: its secrets sealed by the box. */
+  /** The record to write for a cluster: its secrets sealed by the box (and remembered, as those read). */
   private sealCluster(spec: ClusterSpec): ClusterSpec {
+    rememberSecrets(spec.password);
     return spec.password === undefined ? spec : { ...spec, password: this.secrets.seal(spec.password, { cluster: spec.id, field: 'password' }) };
   }
 

@@ -47,6 +47,11 @@ export interface K8sApiServerOptions {
   maxHistory?: number;
   /** Default `http`. */
   staleWatch?: StaleWatchMode;
+  /**
+   * A bearer token every request must carry (`Authorization: Bearer <token>`), else 401
+   * Unauthorized as a real API server answers an unknown token. Absent: no authentication.
+   */
+  token?: string;
 }
 
 /**
@@ -69,7 +74,7 @@ export interface K8sApiServerOptions {
  * compact the history (every older resourceVersion then answers 410), send bookmarks, and make the
  * server answer 503 for a while.
  *
- * Deliberately left out: TLS, authentication, patch, pagination (`limit`/`continue` are ignored),
+ * Deliberately left out: TLS, authentication beyond one bearer token ({@link K8sApiServerOptions.token}), patch, pagination (`limit`/`continue` are ignored),
  * field selectors, server-side apply, garbage collection of owned objects, any other resource.
  */
 export interface K8sApiServer {
@@ -78,8 +83,8 @@ export interface K8sApiServer {
   readonly port: number;
   /** A KubeConfig built in code that points the client at this server. */
   kubeConfig(): KubeConfig;
-  /** The same as a kubeconfig file's YAML text (for `options.kubeconfig`). */
-  kubeconfigYaml(): string;
+  /** The same as a kubeconfig file's YAML text (for `options.kubeconfig`); its user sends `token` when given. */
+  kubeconfigYaml(token?: string): string;
   /** How stale watches are refused; may be changed at any time. */
   staleWatch: StaleWatchMode;
   /** Every request answered so far, oldest first. */
@@ -448,6 +453,7 @@ export async function startK8sApiServer(options: K8sApiServerOptions = {}): Prom
       entry.verb = verbs[req.method ?? 'GET'] ?? 'other';
     }
     if (unavailable) throw new StatusError(503, 'ServiceUnavailable', 'the server is currently unable to handle the request');
+    if (options.token !== undefined && req.headers.authorization !== `Bearer ${options.token}`) throw new StatusError(401, 'Unauthorized', 'Unauthorized');
     if (!r) throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
     const info = RESOURCES[r.resource];
     const method = req.method ?? 'GET';
@@ -611,7 +617,7 @@ export async function startK8sApiServer(options: K8sApiServerOptions = {}): Prom
       });
       return kc;
     },
-    kubeconfigYaml() {
+    kubeconfigYaml(token) {
       return [
         'apiVersion: v1',
         'kind: Config',
@@ -622,7 +628,7 @@ export async function startK8sApiServer(options: K8sApiServerOptions = {}): Prom
         '      insecure-skip-tls-verify: true',
         'users:',
         '  - name: test',
-        '    user: {}',
+        token === undefined ? '    user: {}' : `    user: { token: ${JSON.stringify(token)} }`,
         'contexts:',
         '  - name: test',
         '    context: { cluster: test, user: test }',
