@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { openRedis } from '../node/connections.js';
+import { RedisErrorLog } from '../node/redis-error-log.js';
 import { waitForRedis } from '../node/redis-ready.js';
 import { DEFAULT_REDIS_CONNECT_TIMEOUT_MS, parseRedisUrl, redisClientSettings, type RedisCliOptions } from '../node/redis-target.js';
 import { SecretBox, SECRET_KEY_BYTES } from '../secrets/index.js';
@@ -94,7 +95,8 @@ export function addSecretsCommand(program: Command, logger: () => Logger): void 
 async function withStore<T>(opts: SecretsCommandOptions, box: SecretBox, logger: Logger, use: (store: RegsyncStore, redis: Redis) => Promise<T>): Promise<T> {
   const target = parseRedisUrl(opts.redis);
   const settings = redisClientSettings(opts);
-  const redis = openRedis(target, settings, { maxRetriesPerRequest: 2 }, logger.child({ component: 'redis' }));
+  const log = logger.child({ component: 'redis' });
+  const redis = openRedis(target, settings, { maxRetriesPerRequest: 2 }, new RedisErrorLog(log, target), log);
   try {
     await waitForRedis(redis, target, settings.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS);
     return await use(new RegsyncStore(redis, opts.prefix ?? 'regsync', box), redis);
