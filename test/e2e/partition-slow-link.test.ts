@@ -107,6 +107,7 @@ for (const protocol of ['http', 'grpc'] as const) {
         // Every copy beaten (or kept) through a few more intervals after the last change.
         const settled = beatsOf(b, SERVICES);
         if (protocol === 'http') await waitUntil(() => beatenSince(b, SERVICES, settled, 3), { timeoutMs: TIMEOUT, message: '3 more beats of every copy' });
+        // gRPC copies need no beat: they lapse only if the connection drops, so the watch spans as long a time instead.
         else await waitUntil(() => Date.now() - started > CHANGES * CHANGE_EVERY_MS + 2 * EXPIRY.unhealthyAfterMs, { timeoutMs: TIMEOUT, message: 'two unhealthy windows after the last change' });
       } finally {
         watch.stop();
