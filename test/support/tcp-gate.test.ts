@@ -57,7 +57,7 @@ describe('TcpGate', () => {
     await waitUntil(() => echo.received() === 'before;', { message: 'echo before the partition' });
     echo.gate.partition();
     for (let i = 0; i < 20; i += 1) echo.client.write(`p${i};`);
-    // Nothing comes back while partitioned (a few event-loop turns of the echo would have done it).
+    // An absence, so a short look: nothing comes back while partitioned (the echo takes a few event-loop turns).
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(echo.received()).toBe('before;');
     expect(echo.client.destroyed).toBe(false);
