@@ -122,6 +122,28 @@ describe('HeartbeatScheduler', () => {
     }
   });
 
+  it('beats on, but does not register again, a copy whose instance the last source read no longer lists', async () => {
+    const dest = new RecordingDestination();
+    const hb = new HeartbeatScheduler({ tickMs: 10, logger: silentLogger() });
+    hb.start();
+    try {
+      hb.set('o1', dest, service, [inst('10.0.0.1'), inst('10.0.0.2')]);
+      // A reconcile read the source (10.0.0.2 is gone from it) but not the destination.
+      hb.listedInSource('o1', new Set(['10.0.0.1:1']));
+      dest.lost.add('10.0.0.1');
+      dest.lost.add('10.0.0.2');
+      await waitUntil(() => dest.applied.length === 1 && dest.count('10.0.0.2') >= 3, { message: 'the listed one registered again, the other beaten on' });
+      expect(dest.applied).toEqual([{ upsert: [inst('10.0.0.1')], remove: [] }]);
+      // The next set decides anew.
+      hb.set('o1', dest, service, [inst('10.0.0.1'), inst('10.0.0.2')]);
+      dest.lost.add('10.0.0.2');
+      await waitUntil(() => dest.applied.length === 2, { message: 'registered again once a set confirmed it' });
+      expect(dest.applied[1]).toEqual({ upsert: [inst('10.0.0.2')], remove: [] });
+    } finally {
+      hb.stop();
+    }
+  });
+
   it('spreads instances over the interval instead of beating them all at once', () => {
     const dest = new RecordingDestination();
     const hb = new HeartbeatScheduler({ tickMs: 10, logger: silentLogger() });

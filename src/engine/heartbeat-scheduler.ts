@@ -16,6 +16,8 @@ interface Entry {
   /** Absolute tick at which the entry beats next. */
   dueTick: number;
   inFlight: boolean;
+  /** Set by {@link HeartbeatScheduler.listedInSource}: the last source read no longer lists it, so it is not registered again. */
+  unlisted?: boolean;
 }
 
 export interface HeartbeatStats {
@@ -125,6 +127,7 @@ export class HeartbeatScheduler {
       keep.add(key);
       const existing = this.entries.get(key);
       if (existing) {
+        existing.unlisted = undefined;
         existing.instance = instance;
         existing.adapter = adapter;
         existing.intervalMs = intervalMs;
@@ -140,6 +143,21 @@ export class HeartbeatScheduler {
     for (const key of previous) if (!keep.has(key)) this.entries.delete(key);
     if (keep.size > 0) this.byOwner.set(owner, keep);
     else this.byOwner.delete(owner);
+  }
+
+  /**
+   * Tells which of `owner`'s instances (by `ip:port`) its source still lists, when a reconcile read
+   * the source but could not apply it (the destination could not be read). The others keep their
+   * beats (a guard may have held their removal) but are no longer registered again when the
+   * destination answers that it lost them: a destination cut off long enough to expire the copies
+   * would otherwise get back, for a moment, copies of instances that left the source meanwhile,
+   * before a reconcile could remove them. The owner's next {@link set} decides anew.
+   */
+  listedInSource(owner: string, listed: ReadonlySet<string>): void {
+    for (const key of this.byOwner.get(owner) ?? []) {
+      const entry = this.entries.get(key);
+      if (entry) entry.unlisted = !listed.has(`${entry.instance.ip}:${entry.instance.port}`);
+    }
   }
 
   /** Stops every beat of `owner` at once. */
@@ -262,7 +280,7 @@ export class HeartbeatScheduler {
       answered = result;
       this.counters.sent += 1;
       // The owner may have dropped the instance, or this process its lead, while the beat was in flight.
-      if (result === 'unknown' && this.entries.get(entry.key) === entry && this.askMayBeat(entry.owner, this.mayRegister)) {
+      if (result === 'unknown' && this.entries.get(entry.key) === entry && entry.unlisted !== true && this.askMayBeat(entry.owner, this.mayRegister)) {
         await entry.adapter.apply(entry.service, { upsert: [entry.instance], remove: [] });
         this.counters.reRegistered += 1;
         this.log.info({ cluster: entry.adapter.clusterId, service: serviceKeyString(entry.service), instance: instanceId(entry.instance) }, 'destination lost a copy; registered it again');

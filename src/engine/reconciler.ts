@@ -350,12 +350,16 @@ export class Reconciler {
     return undefined;
   }
 
-  /** The destination read started in phase 1; a failure is recorded as the destination's. */
+  /**
+   * The destination read started in phase 1; a failure is recorded as the destination's, and the
+   * copies of instances the source no longer lists are not registered again by the beats meanwhile.
+   */
   private async awaitDestination(run: Run, reads: Reads): Promise<Instance[]> {
     try {
       return await reads.destinationRead;
     } catch (err) {
       const { destination } = run.task;
+      this.opts.heartbeats.listedInSource(run.key, new Set(reads.sourceInstances.map((i) => `${i.ip}:${i.port}`)));
       return this.fail(run, { code: 'destination_unreadable', side: 'destination', cluster: destination, message: `cannot read destination ${destination}: ${messageOf(err)}` }, err);
     }
   }

@@ -74,9 +74,12 @@ export class RegsyncCluster {
     return p;
   }
 
-  /** Starts `regsync worker --worker-id <id>` and waits for `regsync worker <id> running`. */
-  async startWorker(id: string, extra: string[] = []): Promise<RegsyncProcess> {
-    const p = await startRegsync(['worker', '--redis', this.redisUrl, '--worker-id', id, ...this.workerArgs, ...extra], {
+  /**
+   * Starts `regsync worker --worker-id <id>` and waits for `regsync worker <id> running`. `redisUrl`
+   * gives this worker its own way to Redis (a gate a test can cut for it alone).
+   */
+  async startWorker(id: string, extra: string[] = [], opts: { redisUrl?: string } = {}): Promise<RegsyncProcess> {
+    const p = await startRegsync(['worker', '--redis', opts.redisUrl ?? this.redisUrl, '--worker-id', id, ...this.workerArgs, ...extra], {
       ready: /regsync worker (\S+) running/,
       env: this.env,
     });
@@ -354,20 +357,30 @@ export interface TappedBeat {
   at: number;
 }
 
+/** One instance write (register, update or deregister) that went through a {@link BeatTap}. */
+export interface TappedWrite extends TappedBeat {
+  kind: 'register' | 'update' | 'deregister';
+}
+
 /**
  * An HTTP pass-through in front of a registry that records which worker process sends each heartbeat
- * (`PUT /nacos/v1/ns/instance/beat`). Give regsync `endpoint` instead of the registry's. The sender of a
+ * (`PUT /nacos/v1/ns/instance/beat`) and each instance write (`POST`, `PUT`, `DELETE
+ * /nacos/v1/ns/instance`). Give regsync `endpoint` instead of the registry's. The sender of a
  * connection is found through /proc (Linux): the socket inode of the client end, then the worker whose
  * file descriptors hold it.
  */
 export interface BeatTap {
   endpoint: string;
   beats: TappedBeat[];
+  writes: TappedWrite[];
   close(): Promise<void>;
 }
 
+const WRITE_KINDS: Record<string, TappedWrite['kind']> = { POST: 'register', PUT: 'update', DELETE: 'deregister' };
+
 export async function startBeatTap(target: RunningRegistry, cluster: RegsyncCluster): Promise<BeatTap> {
   const beats: TappedBeat[] = [];
+  const writes: TappedWrite[] = [];
   const senders = new WeakMap<Socket, string>();
   const [targetHost, targetPort] = [target.endpoint.slice(0, target.endpoint.lastIndexOf(':')), Number(target.endpoint.slice(target.endpoint.lastIndexOf(':') + 1))];
   const server = createServer((req, res) => {
@@ -376,11 +389,15 @@ export async function startBeatTap(target: RunningRegistry, cluster: RegsyncClus
     req.on('end', () => {
       const body = Buffer.concat(chunks);
       const url = new URL(req.url ?? '/', 'http://tap');
-      if (req.method === 'PUT' && url.pathname === '/nacos/v1/ns/instance/beat') {
+      const beat = req.method === 'PUT' && url.pathname === '/nacos/v1/ns/instance/beat';
+      const write = url.pathname === '/nacos/v1/ns/instance' ? WRITE_KINDS[req.method ?? ''] : undefined;
+      if (beat || write) {
         const params = new URLSearchParams(url.search);
         if (/x-www-form-urlencoded/.test(req.headers['content-type'] ?? '')) for (const [k, v] of new URLSearchParams(body.toString('utf8'))) params.set(k, v);
         const service = (params.get('serviceName') ?? '').split('@@').pop();
-        beats.push({ copy: `${service}/${params.get('ip')}:${params.get('port')}`, by: senderOf(req.socket), at: Date.now() });
+        const seen = { copy: `${service}/${params.get('ip')}:${params.get('port')}`, by: senderOf(req.socket), at: Date.now() };
+        if (write) writes.push({ ...seen, kind: write });
+        else beats.push(seen);
       }
       const upstream = httpRequest(
         { host: targetHost, port: targetPort, method: req.method, path: req.url, headers: { ...req.headers, host: target.endpoint } },
@@ -411,6 +428,7 @@ export async function startBeatTap(target: RunningRegistry, cluster: RegsyncClus
   return {
     endpoint: `127.0.0.1:${(server.address() as AddressInfo).port}`,
     beats,
+    writes,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
