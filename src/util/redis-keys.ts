@@ -15,6 +15,7 @@
  * | `<p>:release:<task>:<service>` | string | an operator's release of a held mass deletion (1 h) |
  * | `<p>:deployment` | string | shards and replicas, fixed at the first start |
  * | `<p>:schema`, `<p>:schema-lock` | string | the version of the state's layout; held while a process migrates it |
+ * | `<p>:source-warmup:<cluster>` | string | a source cluster's warm-up: since when it has been unreachable, or when its warm-up started and ends (JSON) |
  * | `<p>:cluster-reach:<id>` | string | `up` or `down`: whether the last reconcile that used the cluster reached it (for its `cluster` events) |
  * | `<p>:workers`, `<p>:worker:<id>` | zset, string | live workers by last heartbeat; one worker's record |
  * | `<p>:workers:events` | channel | workers joining and leaving |
@@ -47,6 +48,7 @@ export const redisKeys = {
   schema: (p: string) => `${p}:schema`,
   schemaLock: (p: string) => `${p}:schema-lock`,
   clusterReach: (p: string, id: string) => `${p}:cluster-reach:${id}`,
+  sourceWarmup: (p: string, clusterId: string) => `${p}:source-warmup:${clusterId}`,
   workers: (p: string) => `${p}:workers`,
   workerEvents: (p: string) => `${p}:workers:events`,
   worker: (p: string, id: string) => `${p}:worker:${id}`,
