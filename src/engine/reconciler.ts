@@ -37,7 +37,7 @@ import type { LiveSets } from './live-sets.js';
 import { NOOP_OBSERVER, type EngineObserver, type ReconcileObservation, type TaskEventKind } from './observer.js';
 import type { SourceAddresses } from './source-addresses.js';
 import { diff, transform, type SkipReason, type SyncPlan } from './transform.js';
-import { sharpDrop, warmupGuard, type WarmupEvent, type WarmupVerdict } from './warmup.js';
+import { sharpDrop, WARMUP_DROP_INSTANCES, warmupGuard, type WarmupEvent, type WarmupVerdict } from './warmup.js';
 import { mapService, metadataFilter } from '../model/task-rules.js';
 
 /** The store operations the engine uses. */
@@ -126,7 +126,7 @@ export interface ReconcilerOptions {
 /** The source warm-up records every process shares (see `SourceWarmups` in the store). */
 export interface SourceWarmupMarks {
   /** Applies `event` at `now` to a cluster's record (warm-up `warmupMs`); answers the record after it. */
-  note(clusterId: string, event: WarmupEvent, now: number, warmupMs: number): Promise<SourceWarmupRecord>;
+  note(clusterId: string, event: WarmupEvent, now: number, warmupMs: number, dropThreshold: number): Promise<SourceWarmupRecord>;
 }
 
 /** One reconcile under way: its service sync, its task as it runs here, and where copies go. */
@@ -379,7 +379,7 @@ export class Reconciler {
       await Promise.all([
         first ? this.opts.store.putGuard(run.taskId, run.service, { ...guard, emptySince: empty.emptySince }) : undefined,
         // A registry that restarted empty shows empty services first: its other services' removals wait from now.
-        first ? this.noteWarmup(run, 'drop').catch((err: unknown) => run.log().warn({ err }, 'cannot record the source warm-up')) : undefined,
+        first ? this.noteWarmup(run, { kind: 'drop', service: serviceKeyString(run.service), lost: known }).catch((err: unknown) => run.log().warn({ err }, 'cannot record the source warm-up')) : undefined,
         this.recordProblem(run, problem, 'held'),
       ]);
       return { kind: 'held', reason, requeueAfterMs: empty.requeueAfterMs + 10 };
@@ -463,10 +463,12 @@ export class Reconciler {
     const warmupMs = await this.warmupMs(run);
     if (warmupMs <= 0) return undefined;
     const previous = await run.previous();
-    const drop = sharpDrop(reads.sourceInstances.length, previous?.sourceInstances ?? 0);
+    const known = previous?.sourceInstances ?? 0;
+    const read = reads.sourceInstances.length;
+    const event: WarmupEvent = sharpDrop(read, known) ? { kind: 'drop', service: serviceKeyString(run.service), lost: known - read } : { kind: 'up' };
     let record: SourceWarmupRecord;
     try {
-      record = !drop && run.warmup ? run.warmup : await this.noteWarmup(run, drop ? 'drop' : 'up', warmupMs);
+      record = event.kind === 'up' && run.warmup ? run.warmup : await this.noteWarmup(run, event, warmupMs);
     } catch (err) {
       // Without the record (Redis), the removals cannot be judged: nothing is written, and the queue retries.
       run.log().warn({ err }, 'cannot read the source warm-up; retrying');
@@ -497,8 +499,8 @@ export class Reconciler {
     const warmups = this.opts.warmups;
     const ms = warmupMs ?? (await this.warmupMs(run));
     if (!warmups || ms <= 0) return {};
-    const record = await warmups.note(run.task.source, event, Date.now(), ms);
-    if (event !== 'down') run.warmup = record;
+    const record = await warmups.note(run.task.source, event, Date.now(), ms, WARMUP_DROP_INSTANCES);
+    if (event.kind !== 'down') run.warmup = record;
     return record;
   }
 
@@ -511,7 +513,7 @@ export class Reconciler {
     const cluster = run.task.source;
     if (!this.unreachedSources.has(cluster)) return;
     try {
-      await this.noteWarmup(run, 'up');
+      await this.noteWarmup(run, { kind: 'up' });
       this.unreachedSources.delete(cluster);
     } catch (err) {
       run.log().warn({ err }, 'cannot record the end of the source outage; the next read does');
@@ -525,7 +527,7 @@ export class Reconciler {
     try {
       const ms = await this.warmupMs(run);
       if (ms <= 0 || !this.opts.warmups) return;
-      await this.noteWarmup(run, 'down', ms);
+      await this.noteWarmup(run, { kind: 'down' }, ms);
       this.unreachedSources.add(cluster);
     } catch (err) {
       run.log().warn({ err }, 'cannot record the source outage; the next failed read does');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nextWarmup, sharpDrop, warmupGuard } from './warmup.js';
+import { nextWarmup, sharpDrop, WARMUP_DROP_INSTANCES, warmupGuard } from './warmup.js';
 
 describe('sharpDrop', () => {
   it('is fewer than half of the previous read, none included, after a read that found any', () => {
@@ -15,28 +15,45 @@ describe('sharpDrop', () => {
 });
 
 describe('nextWarmup', () => {
+  const down = { kind: 'down' } as const;
+  const up = { kind: 'up' } as const;
+  const drop = (service: string, lost: number) => ({ kind: 'drop', service, lost }) as const;
+
   it('marks an outage at its first failed read only', () => {
-    expect(nextWarmup({}, 'down', 1_000, 60_000)).toEqual({ down: 1_000 });
-    expect(nextWarmup({ down: 1_000 }, 'down', 5_000, 60_000)).toEqual({ down: 1_000 });
+    expect(nextWarmup({}, down, 1_000, 60_000)).toEqual({ down: 1_000 });
+    expect(nextWarmup({ down: 1_000 }, down, 5_000, 60_000)).toEqual({ down: 1_000 });
   });
 
   it('starts the warm-up of an outage at the first read that goes through, whatever it found', () => {
-    expect(nextWarmup({ down: 1_000 }, 'up', 9_000, 60_000)).toEqual({ since: 9_000, until: 69_000, reason: 'outage' });
-    expect(nextWarmup({ down: 1_000 }, 'drop', 9_000, 60_000)).toEqual({ since: 9_000, until: 69_000, reason: 'outage' });
+    expect(nextWarmup({ down: 1_000 }, up, 9_000, 60_000)).toEqual({ since: 9_000, until: 69_000, reason: 'outage' });
+    expect(nextWarmup({ down: 1_000, drops: { s: [500, 2] } }, drop('s', 1), 9_000, 60_000)).toEqual({ since: 9_000, until: 69_000, reason: 'outage' });
   });
 
-  it('starts a warm-up at a sharp drop, unless one is under way, and leaves the record alone on a plain read', () => {
-    expect(nextWarmup({}, 'up', 9_000, 60_000)).toEqual({});
-    expect(nextWarmup({}, 'drop', 9_000, 60_000)).toEqual({ since: 9_000, until: 69_000, reason: 'drop' });
+  it(`starts a warm-up once more than ${WARMUP_DROP_INSTANCES} instances went in sharp drops within its time, counted across services`, () => {
+    expect(nextWarmup({}, up, 9_000, 60_000)).toEqual({});
+    expect(nextWarmup({}, drop('a', 5), 9_000, 60_000)).toEqual({ since: 9_000, until: 69_000, reason: 'drop' });
+    let record = nextWarmup({}, drop('a', 2), 1_000, 60_000);
+    expect(record).toEqual({ drops: { a: [1_000, 2] } });
+    // The same drop read again counts once (its largest), a drop of another service adds to it.
+    record = nextWarmup(record, drop('a', 2), 2_000, 60_000);
+    expect(record).toEqual({ drops: { a: [2_000, 2] } });
+    record = nextWarmup(record, drop('b', 2), 3_000, 60_000);
+    expect(record).toEqual({ drops: { a: [2_000, 2], b: [3_000, 2] } });
+    expect(nextWarmup(record, drop('c', 1), 4_000, 60_000)).toEqual({ since: 4_000, until: 64_000, reason: 'drop' });
+    // Drops older than a warm-up's time no longer count.
+    expect(nextWarmup(record, drop('c', 1), 62_000, 60_000)).toEqual({ drops: { b: [3_000, 2], c: [62_000, 1] } });
+  });
+
+  it('counts no drop while a warm-up is under way, and starts anew after it', () => {
     const under = { since: 9_000, until: 69_000, reason: 'drop' as const };
-    expect(nextWarmup(under, 'drop', 30_000, 60_000)).toBe(under);
-    expect(nextWarmup(under, 'drop', 69_000, 60_000)).toEqual({ since: 69_000, until: 129_000, reason: 'drop' });
+    expect(nextWarmup(under, drop('a', 9), 30_000, 60_000)).toBe(under);
+    expect(nextWarmup(under, drop('a', 9), 69_000, 60_000)).toEqual({ since: 69_000, until: 129_000, reason: 'drop' });
   });
 
   it('marks a new outage during a warm-up, which then starts anew when the source is read again', () => {
-    const marked = nextWarmup({ since: 9_000, until: 69_000, reason: 'drop' }, 'down', 20_000, 60_000);
+    const marked = nextWarmup({ since: 9_000, until: 69_000, reason: 'drop' }, down, 20_000, 60_000);
     expect(marked).toEqual({ since: 9_000, until: 69_000, reason: 'drop', down: 20_000 });
-    expect(nextWarmup(marked, 'up', 25_000, 60_000)).toEqual({ since: 25_000, until: 85_000, reason: 'outage' });
+    expect(nextWarmup(marked, up, 25_000, 60_000)).toEqual({ since: 25_000, until: 85_000, reason: 'outage' });
   });
 });
 

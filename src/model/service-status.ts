@@ -186,6 +186,11 @@ export interface SourceWarmupRecord {
   since?: number | undefined;
   until?: number | undefined;
   reason?: WarmupReason | undefined;
+  /**
+   * Sharp drops counted towards a warm-up not yet started: by source service (`namespace/group/name`),
+   * when its latest drop was read and the most instances it lost within the warm-up's time.
+   */
+  drops?: Record<string, [number, number]> | undefined;
 }
 
 /** Removals of a service sync held while its source warms up, as its status shows them. */

@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRegistry, type RunningRegistry } from '../../src/registry/index.js';
+import { startEurekaServer, type EurekaServer } from '../support/eureka-server.js';
+import { addRegistry, api, copiesIn, defineTask, persistent, startFixture, startSync, stopFixture, type SyncFixture } from '../support/sync-fixture.js';
+import { waitUntil } from '../support/wait-until.js';
+
+/*
+ * A source that restarts empty and fills back up, per kind, end to end (real Redis, regsync, the
+ * kind's registry, a Nacos destination): while the source warms up, not one copy is removed,
+ * whatever the partial reads say; the status says that a warm-up holds removals and until when;
+ * once it ended, the copies of instances that never came back are removed, by a reconcile the
+ * warm-up queued (the task's full sync is far off).
+ */
+
+/** Short enough for a test, long enough for the refill below to happen within it. */
+const WARMUP_S = 8;
+/** Three services of two instances each (none above the mass-deletion guard's 4 copies), per kind. */
+const SERVICES = ['a', 'b', 'c'] as const;
+/** What comes back after the restart, one by one: a whole, one of b, nothing of c. */
+const BACK: ReadonlyArray<[(typeof SERVICES)[number], number]> = [
+  ['a', 1],
+  ['a', 2],
+  ['b', 1],
+];
+const KINDS = ['eureka', 'nacos', 'zookeeper', 'consul', 'kubernetes'] as const;
+type Kind = (typeof KINDS)[number];
+/** A service's name in a kind's source, and of its copies. */
+const nameOf = (kind: Kind, service: string) => `warm-${kind}-${service}`;
+/** Made-up addresses, never contacted: 10.7<kind>.<service>.<n>. */
+const ipOf = (kind: Kind, service: string, n: number) => `10.${70 + KINDS.indexOf(kind)}.${SERVICES.indexOf(service as (typeof SERVICES)[number]) + 1}.${n}`;
+
+/** One kind's source, as the scenario drives it. */
+interface WarmupSource {
+  /** The cluster's definition (its id is the kind's name). */
+  cluster: Record<string, unknown>;
+  /** Registers instance `n` (1 or 2) of a service (its name in the source: {@link nameOf}) at {@link ipOf}. */
+  register(service: string, n: number): Promise<void>;
+  /** Restarts the registry with nothing registered. */
+  restartEmpty(): Promise<void>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read API answers loosely
+type Status = any;
+
+describe('a source restarted empty warms up before anything is removed', () => {
+  let fx: SyncFixture;
+  let dest: RunningRegistry;
+  let url: string;
+
+  beforeAll(async () => {
+    fx = await startFixture();
+    dest = await addRegistry(fx, 'dest');
+    url = (await startSync(fx)).url as string;
+    expect((await api(url, 'POST', '/api/v1/clusters', { id: 'dest', kind: 'nacos', endpoints: [dest.endpoint], options: { apiVersion: 'v1' } })).status).toBe(201);
+  });
+  afterAll(async () => {
+    if (fx) await stopFixture(fx);
+  });
+
+  const copiesOf = (kind: Kind) =>
+    SERVICES.flatMap((s) => copiesIn(dest, nameOf(kind, s)))
+      .map((i) => i.ip)
+      .sort();
+  const statuses = async (task: string): Promise<Status[]> => (await api(url, 'GET', `/api/v1/tasks/${task}`)).body.status.services;
+
+  /** The scenario: 6 copies, the source restarted empty, 3 instances back one by one, 3 never. */
+  async function refill(kind: Kind, source: WarmupSource, task: Record<string, unknown> = {}): Promise<void> {
+    expect((await api(url, 'POST', '/api/v1/clusters', source.cluster)).status).toBe(201);
+    for (const service of SERVICES) for (const n of [1, 2]) await source.register(service, n);
+    await defineTask(url, `warm-${kind}`, kind, 'dest', '*', { options: { include: ['warm-*'] }, ...task });
+    const all = SERVICES.flatMap((s) => [1, 2].map((n) => ipOf(kind, s, n))).sort();
+    await waitUntil(() => copiesOf(kind).length === 6, { message: `6 copies from ${kind}`, timeoutMs: 20_000 });
+
+    // Watch the destination throughout: every change it makes visible.
+    let fewest = 6;
+    let warmupEnds = Number.POSITIVE_INFINITY;
+    const watch = () => {
+      if (Date.now() < warmupEnds) fewest = Math.min(fewest, copiesOf(kind).length);
+    };
+    dest.store.on('change', watch);
+    try {
+      await source.restartEmpty();
+      // The status says that a warm-up holds removals, and until when.
+      const held = await waitUntil(async () => (await statuses(`warm-${kind}`)).find((s) => s.warmup)?.warmup, { message: 'a warm-up holding removals', timeoutMs: 20_000 });
+      expect(held).toMatchObject({ cluster: kind, reason: expect.stringMatching(/^(drop|outage)$/), until: expect.any(String), removes: expect.any(Number) });
+      warmupEnds = Date.parse(held.until);
+      const holding = (await statuses(`warm-${kind}`)).find((s) => s.warmup);
+      expect(holding.problems).toContainEqual(expect.objectContaining({ code: 'source_warming_up', side: 'source', cluster: kind, message: expect.stringContaining(`held until ${held.until}`) }));
+      expect(copiesOf(kind)).toEqual(all);
+
+      // Back one by one, each read by regsync before the next.
+      const back = new Map<string, number>();
+      for (const [service, n] of BACK) {
+        await source.register(service, n);
+        back.set(service, (back.get(service) ?? 0) + 1);
+        await waitUntil(async () => (await statuses(`warm-${kind}`)).find((s) => s.service.endsWith(`/${nameOf(kind, service)}`))?.sourceInstances === back.get(service), {
+          message: `${service} read with ${back.get(service)} back`,
+          timeoutMs: 20_000,
+        });
+      }
+      // Those that never came back are removed once the warm-up is over, and only then.
+      const expected = BACK.map(([service, n]) => ipOf(kind, service, n)).sort();
+      await waitUntil(() => copiesOf(kind).join() === expected.join(), { message: 'the copies of what never came back removed', timeoutMs: (WARMUP_S + 20) * 1000 });
+      expect(Date.now()).toBeGreaterThanOrEqual(warmupEnds);
+      expect(fewest).toBe(6);
+      await waitUntil(async () => (await statuses(`warm-${kind}`)).every((s) => s.warmup === undefined), { message: 'no warm-up in the status any more' });
+    } finally {
+      dest.store.off('change', watch);
+    }
+  }
+
+  describe('Eureka', () => {
+    let eureka: EurekaServer;
+    beforeAll(async () => {
+      eureka = await startEurekaServer();
+    });
+    afterAll(async () => {
+      await eureka?.close();
+    });
+
+    it('holds removals while clients register again one by one after a restart that lost every registration', async () => {
+      const register = async (service: string, n: number) => {
+        const ip = ipOf('eureka', service, n);
+        const name = nameOf('eureka', service);
+        const app = name.toUpperCase();
+        const instance = {
+          instanceId: `${ip}:${name}:8080`,
+          hostName: ip,
+          app,
+          ipAddr: ip,
+          vipAddress: name,
+          status: 'UP',
+          port: { $: 8080, '@enabled': 'true' },
+          dataCenterInfo: { '@class': 'com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo', name: 'MyOwn' },
+        };
+        const res = await fetch(`http://${eureka.endpoint}/eureka/apps/${app}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ instance }) });
+        expect(res.status).toBe(204);
+      };
+      await refill('eureka', {
+        cluster: { id: 'eureka', kind: 'eureka', endpoints: [eureka.endpoint], options: { pollIntervalMs: 200, readCacheMs: 0, warmupSeconds: WARMUP_S } },
+        register,
+        restartEmpty: async () => {
+          await eureka.stop();
+          await eureka.start({ empty: true });
+        },
+      });
+    });
+  });
+
+  describe('Nacos', () => {
+    let src: RunningRegistry;
+    beforeAll(async () => {
+      src = await startRegistry({ port: 0, grpc: { pushMergeWindowMs: 50 } });
+    });
+    afterAll(async () => {
+      await src?.close();
+    });
+
+    it('holds removals while a standalone server restarted empty gets its instances back', async () => {
+      await refill('nacos', {
+        cluster: { id: 'nacos', kind: 'nacos', endpoints: [src.endpoint], options: { apiVersion: 'grpc', grpcPort: src.grpcPort, warmupSeconds: WARMUP_S } },
+        register: async (service, n) => void src.store.register('public', 'DEFAULT_GROUP', nameOf('nacos', service), persistent(ipOf('nacos', service, n))),
+        restartEmpty: async () => {
+          const { port, grpcPort } = src;
+          await src.close();
+          src = await startRegistry({ port, grpcPort: grpcPort as number, grpc: { pushMergeWindowMs: 50 } });
+        },
+      });
+    });
+  });
+});
