@@ -1,8 +1,15 @@
+import { createClient, CreateMode, State, type Client } from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRegistry, type RunningRegistry } from '../../src/registry/index.js';
 import { startEurekaServer, type EurekaServer } from '../support/eureka-server.js';
 import { addRegistry, api, copiesIn, defineTask, persistent, startFixture, startSync, stopFixture, type SyncFixture } from '../support/sync-fixture.js';
 import { waitUntil } from '../support/wait-until.js';
+import { startZooKeeper, type ZooKeeperServer } from '../support/zookeeper.js';
+
+/** Promisifies one node-zookeeper-client call. */
+function zk<T>(call: (cb: (error: unknown, value: T) => void) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => call((error, value) => (error ? reject(error) : resolve(value))));
+}
 
 /*
  * A source that restarts empty and fills back up, per kind, end to end (real Redis, regsync, the
@@ -164,6 +171,49 @@ describe('a source restarted empty warms up before anything is removed', () => {
           const { port, grpcPort } = src;
           await src.close();
           src = await startRegistry({ port, grpcPort: grpcPort as number, grpc: { pushMergeWindowMs: 50 } });
+        },
+      });
+    });
+  });
+
+  describe('ZooKeeper', () => {
+    let server: ZooKeeperServer;
+    /** One session per provider, as every Spring Cloud instance has its own; each owns its ephemeral node. */
+    const sessions: Client[] = [];
+    beforeAll(async () => {
+      server = await startZooKeeper();
+    });
+    afterAll(async () => {
+      for (const c of sessions.splice(0)) c.close();
+      await server?.cleanup();
+    });
+
+    it('holds removals while the providers\' sessions are established again one by one', async () => {
+      const register = async (service: string, n: number) => {
+        const client = createClient(server.connectString, { sessionTimeout: 4_000, spinDelay: 100, retries: 0 });
+        client.connect();
+        sessions.push(client);
+        await waitUntil(() => client.getState() === State.SYNC_CONNECTED, { message: 'provider session connected' });
+        const name = nameOf('zookeeper', service);
+        const id = `${service}-${n}`;
+        const node = { name, id, address: ipOf('zookeeper', service, n), port: 8080, sslPort: null, payload: null, registrationTimeUTC: Date.now(), serviceType: 'DYNAMIC' };
+        await zk<string>((cb) => client.mkdirp(`/services/${name}`, cb));
+        await zk<string>((cb) => client.create(`/services/${name}/${id}`, Buffer.from(JSON.stringify(node)), CreateMode.EPHEMERAL, cb));
+      };
+      await refill('zookeeper', {
+        cluster: {
+          id: 'zookeeper',
+          kind: 'zookeeper',
+          endpoints: [server.connectString],
+          options: { layout: 'curator', sessionTimeoutMs: 4_000, connectTimeoutMs: 3_000, spinDelayMs: 200, warmupSeconds: WARMUP_S },
+        },
+        register,
+        // The server stops, its providers give up meanwhile, and it comes back: it expires their
+        // sessions (all at once, a session timeout later) and their ephemeral nodes go with them.
+        restartEmpty: async () => {
+          await server.stop();
+          for (const c of sessions.splice(0)) c.close();
+          await server.restart();
         },
       });
     });
