@@ -1,7 +1,12 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createClient, CreateMode, State, type Client } from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRegistry, type RunningRegistry } from '../../src/registry/index.js';
+import { startConsulServer, type ConsulServer } from '../support/consul-server.js';
 import { startEurekaServer, type EurekaServer } from '../support/eureka-server.js';
+import { startK8sApiServer, type K8sApiServer } from '../support/k8s-api-server.js';
 import { addRegistry, api, copiesIn, defineTask, persistent, startFixture, startSync, stopFixture, type SyncFixture } from '../support/sync-fixture.js';
 import { waitUntil } from '../support/wait-until.js';
 import { startZooKeeper, type ZooKeeperServer } from '../support/zookeeper.js';
@@ -214,6 +219,90 @@ describe('a source restarted empty warms up before anything is removed', () => {
           await server.stop();
           for (const c of sessions.splice(0)) c.close();
           await server.restart();
+        },
+      });
+    });
+  });
+
+  describe('Consul', () => {
+    let consul: ConsulServer;
+    beforeAll(async () => {
+      consul = await startConsulServer();
+    });
+    afterAll(async () => {
+      await consul?.close();
+    });
+
+    it('holds removals while the agents put their services back into a catalog that lost them', async () => {
+      const id = (service: string, n: number) => `${nameOf('consul', service)}-${n}`;
+      const register = async (service: string, n: number) =>
+        consul.catalogRegister({ Node: `agent-${n}`, Address: `10.73.0.${n}`, Service: { ID: id(service, n), Service: nameOf('consul', service), Address: ipOf('consul', service, n), Port: 8080 } });
+      await refill('consul', {
+        cluster: { id: 'consul', kind: 'consul', endpoints: [consul.endpoint], options: { backoffMaxMs: 500, warmupSeconds: WARMUP_S } },
+        register,
+        // The servers come back without the catalog (a restart of a dev agent, a lost raft state): the agents' anti-entropy fills it again.
+        restartEmpty: async () => {
+          await consul.stop();
+          for (const service of SERVICES) for (const n of [1, 2]) consul.catalogDeregister({ Node: `agent-${n}`, ServiceID: id(service, n) });
+          await consul.start();
+        },
+      });
+    });
+  });
+
+  describe('Kubernetes', () => {
+    let k8s: K8sApiServer;
+    let dir: string;
+    beforeAll(async () => {
+      dir = await mkdtemp(join(tmpdir(), 'regsync-warmup-'));
+      k8s = await startK8sApiServer();
+      await writeFile(join(dir, 'kubeconfig'), k8s.kubeconfigYaml());
+    });
+    afterAll(async () => {
+      await k8s?.close();
+      if (dir) await rm(dir, { recursive: true, force: true });
+    });
+
+    it('holds removals while the EndpointSlices are rebuilt pod by pod after an etcd restore', async () => {
+      /** The ready pods of each service, as the EndpointSlice controller writes them (one slice per service). */
+      const ready = new Map<string, number[]>();
+      const writeSlice = (service: string) => {
+        const name = nameOf('kubernetes', service);
+        k8s.put('endpointslices', {
+          metadata: { name: `${name}-x`, namespace: 'default', labels: { 'kubernetes.io/service-name': name, 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io' } },
+          addressType: 'IPv4',
+          ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+          endpoints: (ready.get(service) ?? []).map((n) => ({
+            addresses: [ipOf('kubernetes', service, n)],
+            conditions: { ready: true, serving: true, terminating: false },
+            targetRef: { kind: 'Pod', name: `${name}-${n}`, namespace: 'default' },
+          })),
+        });
+      };
+      const register = async (service: string, n: number) => {
+        const name = nameOf('kubernetes', service);
+        if (!k8s.get('services', 'default', name)) {
+          k8s.put('services', { metadata: { name, namespace: 'default' }, spec: { selector: { app: name }, ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] } });
+        }
+        ready.set(service, [...(ready.get(service) ?? []), n]);
+        writeSlice(service);
+      };
+      await refill('kubernetes', {
+        cluster: {
+          id: 'kubernetes',
+          kind: 'kubernetes',
+          endpoints: [],
+          options: { kubeconfig: join(dir, 'kubeconfig'), namespaceMap: { default: 'public' }, backoffInitialMs: 50, backoffMaxMs: 500, warmupSeconds: WARMUP_S },
+        },
+        register,
+        // The API server is away while etcd is restored from a backup that has the Services but
+        // no ready endpoints; watches from before it answer 410, and the slices refill as pods get ready.
+        restartEmpty: async () => {
+          k8s.setUnavailable(true);
+          ready.clear();
+          for (const service of SERVICES) writeSlice(service);
+          k8s.compact();
+          k8s.setUnavailable(false);
         },
       });
     });
