@@ -7,7 +7,7 @@ import { startRegistry, type RunningRegistry } from '../../src/registry/index.js
 import { startConsulServer, type ConsulServer } from '../support/consul-server.js';
 import { startEurekaServer, type EurekaServer } from '../support/eureka-server.js';
 import { startK8sApiServer, type K8sApiServer } from '../support/k8s-api-server.js';
-import { addRegistry, api, copiesIn, defineTask, persistent, startFixture, startSync, stopFixture, type SyncFixture } from '../support/sync-fixture.js';
+import { addRegistry, api, copiesIn, defineTask, persistent, startFixture, startSync, stopFixture, testLogger, type SyncFixture } from '../support/sync-fixture.js';
 import { waitUntil } from '../support/wait-until.js';
 import { startZooKeeper, type ZooKeeperServer } from '../support/zookeeper.js';
 
@@ -62,7 +62,8 @@ describe('a source restarted empty warms up before anything is removed', () => {
   beforeAll(async () => {
     fx = await startFixture();
     dest = await addRegistry(fx, 'dest');
-    url = (await startSync(fx)).url as string;
+    // The scenarios poll the task's status often, five kinds in a row: no API rate limit in the way.
+    url = (await startSync(fx, testLogger(), { apiRateLimit: false })).url as string;
     expect((await api(url, 'POST', '/api/v1/clusters', { id: 'dest', kind: 'nacos', endpoints: [dest.endpoint], options: { apiVersion: 'v1' } })).status).toBe(201);
   });
   afterAll(async () => {
@@ -93,7 +94,7 @@ describe('a source restarted empty warms up before anything is removed', () => {
     try {
       await source.restartEmpty();
       // The status says that a warm-up holds removals, and until when.
-      const held = await waitUntil(async () => (await statuses(`warm-${kind}`)).find((s) => s.warmup)?.warmup, { message: 'a warm-up holding removals', timeoutMs: 20_000 });
+      const held = await waitUntil(async () => (await statuses(`warm-${kind}`)).find((s) => s.warmup)?.warmup, { message: 'a warm-up holding removals', timeoutMs: 20_000, intervalMs: 100 });
       expect(held).toMatchObject({ cluster: kind, reason: expect.stringMatching(/^(drop|outage)$/), until: expect.any(String), removes: expect.any(Number) });
       warmupEnds = Date.parse(held.until);
       const holding = (await statuses(`warm-${kind}`)).find((s) => s.warmup);
@@ -108,6 +109,7 @@ describe('a source restarted empty warms up before anything is removed', () => {
         await waitUntil(async () => (await statuses(`warm-${kind}`)).find((s) => s.service.endsWith(`/${nameOf(kind, service)}`))?.sourceInstances === back.get(service), {
           message: `${service} read with ${back.get(service)} back`,
           timeoutMs: 20_000,
+          intervalMs: 100,
         });
       }
       // Those that never came back are removed once the warm-up is over, and only then.
@@ -115,7 +117,7 @@ describe('a source restarted empty warms up before anything is removed', () => {
       await waitUntil(() => copiesOf(kind).join() === expected.join(), { message: 'the copies of what never came back removed', timeoutMs: (WARMUP_S + 20) * 1000 });
       expect(Date.now()).toBeGreaterThanOrEqual(warmupEnds);
       expect(fewest).toBe(6);
-      await waitUntil(async () => (await statuses(`warm-${kind}`)).every((s) => s.warmup === undefined), { message: 'no warm-up in the status any more' });
+      await waitUntil(async () => (await statuses(`warm-${kind}`)).every((s) => s.warmup === undefined), { message: 'no warm-up in the status any more', intervalMs: 100 });
     } finally {
       dest.store.off('change', watch);
     }
