@@ -1,7 +1,7 @@
 import { ClusterConfigError, kindOptions, type ClusterSpec, type KindDescriptor } from '../../src/model/index.js';
 import { createConsulAdapter } from './consul-adapter.js';
 import { ConsulConfigError } from './consul-config-error.js';
-import { CONSUL_OPTIONS, parseConsulCluster } from './consul-options.js';
+import { CONSUL_OPTIONS, parseConsulCluster, parseConsulOptions } from './consul-options.js';
 
 /** The checks the factory makes, without reading the TLS files (they live on the workers). */
 function validate(spec: ClusterSpec): void {
@@ -25,5 +25,6 @@ export const consulKind: KindDescriptor<'consul'> = {
   options: kindOptions(CONSUL_OPTIONS),
   validate,
   create: (spec, deps) => createConsulAdapter(spec, deps),
+  warmupMs: (spec) => parseConsulOptions(spec).warmupSeconds * 1000,
   reportsRequestErrors: false,
 };

@@ -1,4 +1,4 @@
-import { DEFAULT_GROUP, DEFAULT_NAMESPACE, type ClusterSpec, type KindOptionSpec } from '../../src/model/index.js';
+import { DEFAULT_GROUP, DEFAULT_NAMESPACE, MAX_WARMUP_SECONDS, warmupOptionSpec, type ClusterSpec, type KindOptionSpec } from '../../src/model/index.js';
 import { ConsulConfigError } from './consul-config-error.js';
 
 /**
@@ -52,6 +52,13 @@ export interface ConsulAdapterOptions {
   maxBlockingQueries: number;
   /** How often a watch without a blocking query of its own reads its service. Default 5 s. */
   pollIntervalMs: number;
+  /**
+   * Seconds removals wait after the agent was unreachable or dropped sharply (see
+   * `KindDescriptor.warmupMs`). Default 90: agents put their services back into a catalog that lost
+   * them at their next anti-entropy sync, every minute in clusters of up to 128 nodes (longer in
+   * larger ones), staggered by up to half of that.
+   */
+  warmupSeconds: number;
 }
 
 /** What an empty `options` means; exported so that docs and tests can show the defaults. */
@@ -78,6 +85,7 @@ export const DEFAULT_CONSUL_OPTIONS: ConsulAdapterOptions = {
   writeConcurrency: 16,
   maxBlockingQueries: 100,
   pollIntervalMs: 5_000,
+  warmupSeconds: 90,
 };
 
 /** What every option takes and does, for `GET /api/v1/kinds`; keyed by the options type, so that a new option without a type or description does not compile. */
@@ -104,6 +112,7 @@ export const CONSUL_OPTIONS: Readonly<Record<keyof ConsulAdapterOptions, KindOpt
   writeConcurrency: { type: 'integer', description: 'Registrations one apply sends at once (default 16).' },
   maxBlockingQueries: { type: 'integer', description: 'Blocking queries held open at once; watches beyond it poll (default 100; Consul allows 200 connections per client).' },
   pollIntervalMs: { type: 'integer', description: 'Period of the watches beyond maxBlockingQueries (default 5000).' },
+  warmupSeconds: warmupOptionSpec("90: the agents' anti-entropy sync (every minute up to 128 nodes, staggered); raise it for larger clusters"),
 };
 
 /** A Consul endpoint: where to connect, and the name a certificate must carry. */
@@ -205,6 +214,7 @@ export function parseConsulOptions(spec: Pick<ClusterSpec, 'id' | 'options'>): C
     writeConcurrency: int('writeConcurrency', 1, 256),
     maxBlockingQueries: int('maxBlockingQueries', 0, 10_000),
     pollIntervalMs: int('pollIntervalMs', 100, 3_600_000),
+    warmupSeconds: int('warmupSeconds', 0, MAX_WARMUP_SECONDS),
   };
   if ((options.tlsCertFile === undefined) !== (options.tlsKeyFile === undefined)) fail(options.tlsCertFile === undefined ? 'tlsCertFile' : 'tlsKeyFile', 'tlsCertFile and tlsKeyFile go together');
   if (options.scheme === 'http' && (options.tlsCaFile ?? options.tlsCertFile ?? options.tlsServerName) !== undefined) fail('scheme', 'TLS options need scheme https');

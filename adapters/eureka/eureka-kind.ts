@@ -1,7 +1,7 @@
 import { ClusterConfigError, kindOptions, type ClusterSpec, type KindDescriptor } from '../../src/model/index.js';
 import { createEurekaAdapter } from './eureka-adapter.js';
 import { EurekaConfigError } from './eureka-config-error.js';
-import { EUREKA_OPTIONS, parseEurekaCluster } from './eureka-options.js';
+import { EUREKA_OPTIONS, parseEurekaCluster, parseEurekaOptions } from './eureka-options.js';
 
 function validate(spec: ClusterSpec): void {
   try {
@@ -33,5 +33,6 @@ export const eurekaKind: KindDescriptor<'eureka'> = {
   options: kindOptions(EUREKA_OPTIONS),
   validate,
   create: (spec, deps) => createEurekaAdapter(spec, deps),
+  warmupMs: (spec) => parseEurekaOptions(spec).warmupSeconds * 1000,
   reportsRequestErrors: false,
 };

@@ -1,4 +1,4 @@
-import { DEFAULT_GROUP, DEFAULT_NAMESPACE, type ClusterSpec, type KindOptionSpec } from '../../src/model/index.js';
+import { DEFAULT_GROUP, DEFAULT_NAMESPACE, MAX_WARMUP_SECONDS, warmupOptionSpec, type ClusterSpec, type KindOptionSpec } from '../../src/model/index.js';
 import { EurekaConfigError } from './eureka-config-error.js';
 
 /** Eureka settings read from `ClusterSpec.options`, every one with a default. */
@@ -28,6 +28,12 @@ export interface EurekaAdapterOptions {
   requestTimeoutMs: number;
   /** Registrations and cancels one `apply` sends at once. Default 16. */
   writeConcurrency: number;
+  /**
+   * Seconds removals wait after the server was unreachable or dropped sharply (see
+   * `KindDescriptor.warmupMs`). Default 60: two renew intervals of Eureka clients (30 s each), by
+   * which every live client has renewed, and re-registered where the server answered 404.
+   */
+  warmupSeconds: number;
 }
 
 export const DEFAULT_EUREKA_OPTIONS: EurekaAdapterOptions = {
@@ -42,6 +48,7 @@ export const DEFAULT_EUREKA_OPTIONS: EurekaAdapterOptions = {
   dataCenterName: 'MyOwn',
   requestTimeoutMs: 10_000,
   writeConcurrency: 16,
+  warmupSeconds: 60,
 };
 
 /** What every option takes and does, for `GET /api/v1/kinds`. */
@@ -57,6 +64,7 @@ export const EUREKA_OPTIONS: Readonly<Record<keyof EurekaAdapterOptions, KindOpt
   dataCenterName: { type: 'string', description: 'dataCenterInfo.name of copies (default MyOwn).', choices: ['MyOwn', 'Netflix'] },
   requestTimeoutMs: { type: 'integer', description: 'Per request (default 10000).' },
   writeConcurrency: { type: 'integer', description: 'Registrations one apply sends at once (default 16).' },
+  warmupSeconds: warmupOptionSpec('60: two renew intervals of Eureka clients (30 s)'),
 };
 
 /** A Eureka endpoint. */
@@ -136,6 +144,7 @@ export function parseEurekaOptions(spec: Pick<ClusterSpec, 'id' | 'options'>): E
     dataCenterName: oneOf('dataCenterName', ['MyOwn', 'Netflix']),
     requestTimeoutMs: int('requestTimeoutMs', 1, 600_000),
     writeConcurrency: int('writeConcurrency', 1, 256),
+    warmupSeconds: int('warmupSeconds', 0, MAX_WARMUP_SECONDS),
   };
   if (options.leaseDurationS <= options.renewalIntervalS) fail('leaseDurationS', 'must be longer than renewalIntervalS');
   return options;

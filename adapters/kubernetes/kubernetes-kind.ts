@@ -1,4 +1,4 @@
-import { ClusterConfigError, kindOptions, type ClusterSpec, type KindDescriptor, type KindOptionSpec } from '../../src/model/index.js';
+import { ClusterConfigError, kindOptions, warmupOptionSpec, type ClusterSpec, type KindDescriptor, type KindOptionSpec } from '../../src/model/index.js';
 import { createKubernetesAdapter } from './kubernetes-adapter.js';
 import { KubernetesConfigError } from './kubernetes-config-error.js';
 import { parseKubernetesOptions, type KubernetesAdapterOptions } from './kubernetes-options.js';
@@ -23,6 +23,7 @@ const OPTIONS: Readonly<Record<keyof KubernetesAdapterOptions, KindOptionSpec>> 
   backoffInitialMs: { type: 'integer', description: 'First pause before a failed list or watch is retried (default 500).' },
   backoffMaxMs: { type: 'integer', description: 'Longest pause between retries (default 30000).' },
   conflictAttempts: { type: 'integer', description: 'Attempts of one apply that meets write conflicts (default 5).' },
+  warmupSeconds: warmupOptionSpec('40: the node monitor grace period, by which kubelets report their pods again and EndpointSlices are rebuilt'),
 };
 
 /**
@@ -48,5 +49,6 @@ export const kubernetesKind: KindDescriptor<'kubernetes'> = {
   options: kindOptions(OPTIONS),
   validate,
   create: (spec, deps) => createKubernetesAdapter(spec, deps),
+  warmupMs: (spec) => parseKubernetesOptions(spec).warmupSeconds * 1000,
   reportsRequestErrors: false,
 };

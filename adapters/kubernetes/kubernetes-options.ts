@@ -1,4 +1,4 @@
-import { DEFAULT_GROUP, type ClusterSpec } from '../../src/model/index.js';
+import { DEFAULT_GROUP, MAX_WARMUP_SECONDS, type ClusterSpec } from '../../src/model/index.js';
 import { KubernetesConfigError } from './kubernetes-config-error.js';
 import { isNamespaceName } from './kube-names.js';
 
@@ -49,6 +49,13 @@ export interface KubernetesAdapterOptions {
   backoffMaxMs: number;
   /** Attempts of one `apply` that meets write conflicts (another writer in between). Default 5. */
   conflictAttempts: number;
+  /**
+   * Seconds removals wait after the API server was unreachable or dropped sharply (see
+   * `KindDescriptor.warmupMs`). Default 40: the node monitor grace period, by which kubelets have
+   * reported their pods again after an API server or etcd restore, and the EndpointSlice controller
+   * has rebuilt the slices from them.
+   */
+  warmupSeconds: number;
 }
 
 /** What an empty `options` means; exported so that the API and docs can show the defaults. */
@@ -70,6 +77,7 @@ export const DEFAULT_KUBERNETES_OPTIONS: KubernetesAdapterOptions = {
   backoffInitialMs: 500,
   backoffMaxMs: 30_000,
   conflictAttempts: 5,
+  warmupSeconds: 40,
 };
 
 /** Reads and checks the Kubernetes options of a cluster; throws {@link KubernetesConfigError} on the first bad one. */
@@ -146,6 +154,7 @@ export function parseKubernetesOptions(spec: Pick<ClusterSpec, 'id' | 'options'>
     backoffInitialMs: int('backoffInitialMs', 1, 3_600_000),
     backoffMaxMs: int('backoffMaxMs', 1, 3_600_000),
     conflictAttempts: int('conflictAttempts', 1, 100),
+    warmupSeconds: int('warmupSeconds', 0, MAX_WARMUP_SECONDS),
   };
   if (options.backoffMaxMs < options.backoffInitialMs) fail('backoffMaxMs', 'must not be shorter than backoffInitialMs');
   return options;

@@ -1,4 +1,4 @@
-import { ClusterConfigError, kindOptions, type ClusterSpec, type KindDescriptor, type KindOptionSpec } from '../../src/model/index.js';
+import { ClusterConfigError, kindOptions, warmupOptionSpec, type ClusterSpec, type KindDescriptor, type KindOptionSpec } from '../../src/model/index.js';
 import { createNacosAdapter } from './nacos-adapter.js';
 import { NacosConfigError } from './nacos-config-error.js';
 import { parseEndpoint, parseNacosOptions, type NacosAdapterOptions } from './nacos-options.js';
@@ -16,6 +16,7 @@ const OPTIONS: Readonly<Record<keyof NacosAdapterOptions, KindOptionSpec>> = {
   lightBeats: { type: 'boolean', description: 'v1: beats without the instance body once the server allows it (default true).' },
   contextPath: { type: 'string', description: 'Server context path (default /nacos).' },
   heartbeatIntervalMs: { type: 'integer', description: 'Beat interval assumed until the server tells one (default 5000).' },
+  warmupSeconds: warmupOptionSpec("30: the server's deletion timeout of ephemeral instances (beats every 5 s, unhealthy after 15 s, deleted after 30 s)"),
 };
 
 /**
@@ -44,5 +45,6 @@ export const nacosKind: KindDescriptor<'nacos'> = {
   options: kindOptions(OPTIONS),
   validate,
   create: (spec, deps) => createNacosAdapter(spec, deps),
+  warmupMs: (spec) => parseNacosOptions(spec).warmupSeconds * 1000,
   reportsRequestErrors: true,
 };

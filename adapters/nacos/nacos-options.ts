@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import type { ClusterSpec } from '../../src/model/index.js';
+import { MAX_WARMUP_SECONDS, parseWarmupSeconds, type ClusterSpec } from '../../src/model/index.js';
 import { NacosConfigError } from './nacos-config-error.js';
 
 /** The HTTP API dialects the adapter speaks. */
@@ -51,6 +51,13 @@ export interface NacosAdapterOptions {
   contextPath: string;
   /** `clientBeatInterval` assumed until the server tells one. Default 5000 ms. */
   heartbeatIntervalMs: number;
+  /**
+   * Seconds removals wait after the server was unreachable or dropped sharply (see
+   * `KindDescriptor.warmupMs`). Default 30: the server's own instance deletion timeout. Ephemeral
+   * instances beat every 5 s (unhealthy after 15 s, deleted after 30 s): a v1 client re-registers
+   * at its first beat answered "unknown", a gRPC client at its reconnect, both well within it.
+   */
+  warmupSeconds: number;
 }
 
 /** What an empty `options` means; exported so that the API and docs can show the defaults. */
@@ -66,6 +73,7 @@ export const DEFAULT_NACOS_OPTIONS: NacosAdapterOptions = {
   lightBeats: true,
   contextPath: '/nacos',
   heartbeatIntervalMs: 5_000,
+  warmupSeconds: 30,
 };
 
 /** One server of a cluster, resolved from a `host:port` (or `http(s)://host:port`) endpoint. */
@@ -124,6 +132,7 @@ export function parseNacosOptions(spec: Pick<ClusterSpec, 'id' | 'options'>): Na
     lightBeats: lightBeats as boolean,
     contextPath: (contextPath as string).replace(/\/$/, ''),
     heartbeatIntervalMs: positiveInt('heartbeatIntervalMs', 3_600_000),
+    warmupSeconds: parseWarmupSeconds(raw.warmupSeconds, DEFAULT_NACOS_OPTIONS.warmupSeconds) ?? fail('warmupSeconds', `expected an integer from 0 to ${MAX_WARMUP_SECONDS}, got ${JSON.stringify(raw.warmupSeconds)}`),
   };
 }
 

@@ -1,4 +1,4 @@
-import { ClusterConfigError, kindOptions, type ClusterSpec, type KindDescriptor, type KindOptionSpec } from '../../src/model/index.js';
+import { ClusterConfigError, kindOptions, warmupOptionSpec, type ClusterSpec, type KindDescriptor, type KindOptionSpec } from '../../src/model/index.js';
 import { createZooKeeperAdapter } from './zookeeper-adapter.js';
 import { ZooKeeperConfigError } from './zookeeper-config-error.js';
 import { parseZooKeeperEndpoint, parseZooKeeperOptions, type ZooKeeperAdapterOptions } from './zookeeper-options.js';
@@ -11,6 +11,7 @@ const OPTIONS: Readonly<Record<keyof ZooKeeperAdapterOptions, KindOptionSpec>> =
   connectTimeoutMs: { type: 'integer', description: 'How long a call waits for a connection (default 10000).' },
   operationTimeoutMs: { type: 'integer', description: "How long a call waits for the server's answer (default 10000)." },
   spinDelayMs: { type: 'integer', description: 'Longest random pause between rounds of connection attempts (default 1000).' },
+  warmupSeconds: warmupOptionSpec('two session timeouts (60 with the default sessionTimeoutMs): clients re-create their ephemeral nodes within a session timeout of reconnecting'),
 };
 
 /**
@@ -39,5 +40,6 @@ export const zookeeperKind: KindDescriptor<'zookeeper'> = {
   options: kindOptions(OPTIONS),
   validate,
   create: (spec, deps) => createZooKeeperAdapter(spec, deps),
+  warmupMs: (spec) => parseZooKeeperOptions(spec).warmupSeconds * 1000,
   reportsRequestErrors: false,
 };

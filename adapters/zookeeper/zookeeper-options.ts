@@ -1,4 +1,4 @@
-import type { ClusterSpec } from '../../src/model/index.js';
+import { MAX_WARMUP_SECONDS, parseWarmupSeconds, type ClusterSpec } from '../../src/model/index.js';
 import { ZooKeeperConfigError } from './zookeeper-config-error.js';
 
 /** How services are laid out in the tree: Dubbo provider URLs, or Curator / Spring Cloud service discovery. */
@@ -20,6 +20,13 @@ export interface ZooKeeperAdapterOptions {
   operationTimeoutMs: number;
   /** Upper bound of the random pause before another round of connection attempts. */
   spinDelayMs: number;
+  /**
+   * Seconds removals wait after the ensemble was unreachable or dropped sharply (see
+   * `KindDescriptor.warmupMs`). Default: two session timeouts (60 s with the default 30 s): a
+   * client whose session expired re-creates its ephemeral nodes once it reconnects, which it does
+   * within a session timeout; Dubbo and Curator clients use 30 to 60 s.
+   */
+  warmupSeconds: number;
 }
 
 /** What an empty `options` means (the root depends on the layout; see {@link defaultRoot}). */
@@ -29,6 +36,7 @@ export const DEFAULT_ZOOKEEPER_OPTIONS: Omit<ZooKeeperAdapterOptions, 'root'> = 
   connectTimeoutMs: 10_000,
   operationTimeoutMs: 10_000,
   spinDelayMs: 1_000,
+  warmupSeconds: 60,
 };
 
 /** The root a layout uses when `options.root` is absent: `/dubbo` or `/services`. */
@@ -52,7 +60,7 @@ export function parseZooKeeperOptions(spec: Pick<ClusterSpec, 'id' | 'options'>)
   const fail = (name: string, detail: string): never => {
     throw new ZooKeeperConfigError(spec.id, `options.${name}`, detail);
   };
-  const positiveInt = (name: Exclude<keyof ZooKeeperAdapterOptions, 'layout' | 'root'>, max: number): number => {
+  const positiveInt = (name: Exclude<keyof ZooKeeperAdapterOptions, 'layout' | 'root' | 'warmupSeconds'>, max: number): number => {
     const value = raw[name];
     if (value === undefined) return DEFAULT_ZOOKEEPER_OPTIONS[name];
     const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
@@ -71,13 +79,18 @@ export function parseZooKeeperOptions(spec: Pick<ClusterSpec, 'id' | 'options'>)
     fail('root', `expected a path such as /dubbo (not / itself, no empty or relative segments), got ${JSON.stringify(rootValue)}`);
   }
 
+  const sessionTimeoutMs = positiveInt('sessionTimeoutMs', 24 * 3_600_000);
+  const warmupSeconds =
+    parseWarmupSeconds(raw.warmupSeconds, Math.min(MAX_WARMUP_SECONDS, Math.ceil((2 * sessionTimeoutMs) / 1000))) ??
+    fail('warmupSeconds', `expected an integer from 0 to ${MAX_WARMUP_SECONDS}, got ${JSON.stringify(raw.warmupSeconds)}`);
   return {
     layout: layout as ZooKeeperLayoutName,
     root,
-    sessionTimeoutMs: positiveInt('sessionTimeoutMs', 24 * 3_600_000),
+    sessionTimeoutMs,
     connectTimeoutMs: positiveInt('connectTimeoutMs', 3_600_000),
     operationTimeoutMs: positiveInt('operationTimeoutMs', 3_600_000),
     spinDelayMs: positiveInt('spinDelayMs', 600_000),
+    warmupSeconds,
   };
 }
 

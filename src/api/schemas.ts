@@ -280,6 +280,17 @@ export const taskDetailView = {
                   addresses: { type: 'array', items: { type: 'string' }, description: 'The copies Release would remove (ip:port#cluster), at most 100.' },
                 },
               },
+              warmup: {
+                type: 'object',
+                description: 'Removals held while the source warms up after an outage or a sharp drop of its instances; applied by a reconcile once `until` passed (absent: none).',
+                properties: {
+                  cluster: { type: 'string', description: 'The source cluster warming up.' },
+                  reason: { type: 'string', enum: ['outage', 'drop'] },
+                  since: { type: 'string' },
+                  until: { type: 'string', description: 'When the warm-up ends and the held removals are applied (ISO time).' },
+                  removes: { type: 'integer', description: 'Copies the reconcile would have removed.' },
+                },
+              },
               skipped: {
                 type: 'object',
                 description: 'Source instances not copied, by reason: marked (already passed through the destination), foreign (another tool\'s copy), unhealthy, disabled, conflicting (address taken by an instance the task does not own).',

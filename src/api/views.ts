@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { serviceKeyString, type ClusterSpec, type HeldDeletion, type Problem, type SkippedCounts, type TaskSpec } from '../model/index.js';
+import { serviceKeyString, type ClusterSpec, type HeldDeletion, type Problem, type SkippedCounts, type TaskSpec, type WarmupHold } from '../model/index.js';
 import { mapService } from '../model/task-rules.js';
 import type { ServiceStatus } from '../store/index.js';
 
@@ -45,6 +45,8 @@ export interface ServiceStatusView {
   destination?: string;
   /** A mass deletion held back until confirmed (with the copies Release would remove), or null. */
   held: HeldDeletion | null;
+  /** Removals held while the source warms up (after an outage or a sharp drop), until when; absent: none. */
+  warmup?: WarmupHold;
   /** Why source instances have no copy, by reason (absent: every one was copied). */
   skipped?: SkippedCounts;
 }
@@ -117,6 +119,7 @@ export function taskDetailView(
         problems: (s.problems ?? []).map((p) => ({ ...p, message: maskSecrets(p.message, secrets) })),
         ...(spec.options.mapping ? { destination: serviceKeyString(mapService(s.service, spec.options.mapping)) } : {}),
         held: s.held ?? null,
+        ...(s.warmup ? { warmup: s.warmup } : {}),
         ...(s.skipped !== undefined ? { skipped: s.skipped } : {}),
       })),
     },

@@ -10,7 +10,7 @@ export type BeatResultKind = 'ok' | 'unknown' | 'failed';
 /**
  * What a {@link TaskEvent} tells:
  * - `reconciled`: a reconcile wrote copies or removed some (never a reconcile that changed nothing);
- * - `held`: the mass-deletion guard or the empty-source guard started holding removals;
+ * - `held`: the mass-deletion guard, the empty-source guard or a source's warm-up started holding removals;
  * - `released`: a held mass deletion was applied (an operator's release or a confirming read);
  * - `error`: a reconcile failed or was refused with a new reason (the same reason again is not repeated);
  * - `removed`: a service left a `*` task's source and its service sync was forgotten;

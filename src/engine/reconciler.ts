@@ -1,7 +1,17 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { RegistryAdapter } from '../model/adapter.js';
-import { isUnreached, problemsText, type GuardState, type Problem, type ServiceStatus, type SkippedCounts, type TaskProblem } from '../model/service-status.js';
+import {
+  isUnreached,
+  problemsText,
+  type GuardState,
+  type Problem,
+  type ServiceStatus,
+  type SkippedCounts,
+  type SourceWarmupRecord,
+  type TaskProblem,
+  type WarmupHold,
+} from '../model/service-status.js';
 import {
   DEFAULT_MASS_DELETION_MIN_COPIES,
   DEFAULT_MASS_DELETION_PERCENT,
@@ -27,6 +37,7 @@ import type { LiveSets } from './live-sets.js';
 import { NOOP_OBSERVER, type EngineObserver, type ReconcileObservation, type TaskEventKind } from './observer.js';
 import type { SourceAddresses } from './source-addresses.js';
 import { diff, transform, type SkipReason, type SyncPlan } from './transform.js';
+import { sharpDrop, WARMUP_DROP_INSTANCES, warmupGuard, type WarmupEvent, type WarmupVerdict } from './warmup.js';
 import { mapService, metadataFilter } from '../model/task-rules.js';
 
 /** The store operations the engine uses. */
@@ -103,6 +114,19 @@ export interface ReconcilerOptions {
   stillListed?: (key: string) => Promise<boolean>;
   /** Told about every reconcile and every event worth an operator's eye (metrics, the task event log). */
   observer?: EngineObserver | undefined;
+  /**
+   * Where source clusters' warm-ups are kept for every process (Redis: `SourceWarmups`), and how
+   * long a cluster's warm-up lasts (ms, from its kind's `warmupSeconds`; 0: none). Without both,
+   * sources never warm up (see `./warmup.ts`).
+   */
+  warmups?: SourceWarmupMarks | undefined;
+  warmupOf?: ((spec: ClusterSpec) => number) | undefined;
+}
+
+/** The source warm-up records every process shares (see `SourceWarmups` in the store). */
+export interface SourceWarmupMarks {
+  /** Applies `event` at `now` to a cluster's record (warm-up `warmupMs`); answers the record after it. */
+  note(clusterId: string, event: WarmupEvent, now: number, warmupMs: number, dropThreshold: number): Promise<SourceWarmupRecord>;
 }
 
 /** One reconcile under way: its service sync, its task as it runs here, and where copies go. */
@@ -125,6 +149,8 @@ interface Run {
   nextGuard: GuardState | undefined;
   /** How many instances the source read listed, once it was read. */
   sourceCount?: number;
+  /** The source's warm-up record, when this run told it already (a read after a failed one). */
+  warmup?: SourceWarmupRecord;
   /** A child logger made on first use (its bindings cost). */
   log: () => Logger;
 }
@@ -146,8 +172,12 @@ interface Planned {
   deletion: MassDeletionVerdict | undefined;
   /** Source instances not copied, by reason. */
   skipped: SkippedCounts;
-  /** The removals a held deletion holds back. */
+  /** The removals a held deletion, or the source's warm-up, holds back. */
   held: Instance[];
+  /** The removals the source's warm-up holds back, when it does. */
+  warmup: WarmupHold | undefined;
+  /** When the warm-up holds removals: a reconcile is due once it ends. */
+  warmupRequeueMs?: number;
 }
 
 /** Thrown by a phase after it recorded its problem in the status; the reconcile rejects with `cause`. */
@@ -172,6 +202,11 @@ export class Reconciler {
   private readonly confirmEmptyMs: number;
   private readonly log: Logger;
   private readonly observer: EngineObserver;
+  /**
+   * Source clusters this process failed to read and has not read since: the first read that goes
+   * through tells their warm-up record that the outage is over (whichever process tells first).
+   */
+  private readonly unreachedSources = new Set<string>();
 
   constructor(private readonly opts: ReconcilerOptions) {
     this.confirmEmptyMs = opts.confirmEmptyMs ?? 3_000;
@@ -307,6 +342,7 @@ export class Reconciler {
       return this.fail(run, { code: 'source_unreadable', side: 'source', cluster: task.source, message: `cannot read source ${task.source}: ${messageOf(err)}` }, err);
     }
     run.sourceCount = sourceInstances.length;
+    await this.sourceReadAgain(run);
     let bound: boolean;
     try {
       bound = await connectionBound(destination);
@@ -339,8 +375,11 @@ export class Reconciler {
       const reason = `source ${task.source} suddenly lists no instances (had ${known}); holding the copies until a read ${this.confirmEmptyMs} ms later confirms it`;
       run.log().warn({ known }, 'source dropped to zero instances; holding');
       const problem: Problem = { code: 'empty_source_held', side: 'source', cluster: task.source, message: reason };
+      const first = guard.emptySince !== empty.emptySince;
       await Promise.all([
-        guard.emptySince === empty.emptySince ? undefined : this.opts.store.putGuard(run.taskId, run.service, { ...guard, emptySince: empty.emptySince }),
+        first ? this.opts.store.putGuard(run.taskId, run.service, { ...guard, emptySince: empty.emptySince }) : undefined,
+        // A registry that restarted empty shows empty services first: its other services' removals wait from now.
+        first ? this.noteWarmup(run, { kind: 'drop', service: serviceKeyString(run.service), lost: known }).catch((err: unknown) => run.log().warn({ err }, 'cannot record the source warm-up')) : undefined,
         this.recordProblem(run, problem, 'held'),
       ]);
       return { kind: 'held', reason, requeueAfterMs: empty.requeueAfterMs + 10 };
@@ -394,14 +433,109 @@ export class Reconciler {
     this.opts.sourceAddresses?.set(run.key, reads.sourceInstances.map((i) => i.ip));
     const plan = diff(desired, destinationInstances, taskId);
     const owned = destinationInstances.filter((i) => i.metadata[MARK_TASK] === taskId).length;
-    const deletion = await this.guardRemovals(run, plan.remove.length, owned);
+    const warming = await this.guardWarmup(run, reads, plan.remove.length);
+    // While the source warms up, the mass-deletion guard is not asked: nothing is removed to count.
+    const deletion = warming?.verdict === 'hold' ? undefined : await this.guardRemovals(run, plan.remove.length, owned);
     let held: Instance[] = [];
-    if (deletion?.verdict === 'hold') {
+    if (deletion?.verdict === 'hold' || warming?.verdict === 'hold') {
       held = plan.remove;
       plan.unchanged.push(...plan.remove);
       plan.remove = [];
     }
-    return { plan, deletion, skipped: skippedCounts(skipped, plan.conflicts.length), held };
+    const warmup: WarmupHold | undefined =
+      warming?.verdict === 'hold'
+        ? { cluster: task.source, reason: warming.reason, since: new Date(warming.since).toISOString(), until: new Date(warming.until).toISOString(), removes: held.length }
+        : undefined;
+    return {
+      plan,
+      deletion,
+      skipped: skippedCounts(skipped, plan.conflicts.length),
+      held,
+      warmup,
+      ...(warming?.verdict === 'hold' ? { warmupRequeueMs: warming.requeueAfterMs } : {}),
+    };
+  }
+
+  /**
+   * The source's warm-up (see `./warmup.ts`): a run that would remove copies asks the source's
+   * record, telling it of a sharp drop this read shows (fewer than half of the instances the
+   * previous read found), and holds the removals while the warm-up lasts. Undefined when there is
+   * nothing to hold, or the source does not warm up.
+   */
+  private async guardWarmup(run: Run, reads: Reads, removes: number): Promise<WarmupVerdict | undefined> {
+    if (removes === 0 || !this.opts.warmups) return undefined;
+    const warmupMs = await this.warmupMs(run);
+    if (warmupMs <= 0) return undefined;
+    const previous = await run.previous();
+    const known = previous?.sourceInstances ?? 0;
+    const read = reads.sourceInstances.length;
+    const event: WarmupEvent = sharpDrop(read, known) ? { kind: 'drop', service: serviceKeyString(run.service), lost: known - read } : { kind: 'up' };
+    let record: SourceWarmupRecord;
+    try {
+      record = event.kind === 'up' && run.warmup ? run.warmup : await this.noteWarmup(run, event, warmupMs);
+    } catch (err) {
+      // Without the record (Redis), the removals cannot be judged: nothing is written, and the queue retries.
+      run.log().warn({ err }, 'cannot read the source warm-up; retrying');
+      throw err;
+    }
+    const verdict = warmupGuard(record, Date.now(), warmupMs);
+    if (verdict.verdict === 'hold') {
+      const since = new Date(verdict.since).toISOString();
+      if (previous?.warmup?.since !== since) {
+        const message = warmupNote(run.task.source, verdict, removes);
+        run.log().warn({ removes, reason: verdict.reason, until: new Date(verdict.until).toISOString() }, 'source warming up; holding removals');
+        this.emit('held', run.taskId, run.service, message);
+      }
+    }
+    return verdict;
+  }
+
+  /** The source cluster's warm-up, ms (0: none, or no way to tell). */
+  private async warmupMs(run: Run): Promise<number> {
+    const { warmupOf } = this.opts;
+    if (!warmupOf) return 0;
+    const spec = this.opts.adapters.spec(run.task.source) ?? (await this.opts.store.getCluster(run.task.source).catch(() => undefined));
+    return spec ? warmupOf(spec) : 0;
+  }
+
+  /** Tells the source's warm-up record of `event` (with the cluster's warm-up, unless given); answers the record after it. */
+  private async noteWarmup(run: Run, event: WarmupEvent, warmupMs?: number): Promise<SourceWarmupRecord> {
+    const warmups = this.opts.warmups;
+    const ms = warmupMs ?? (await this.warmupMs(run));
+    if (!warmups || ms <= 0) return {};
+    const record = await warmups.note(run.task.source, event, Date.now(), ms, WARMUP_DROP_INSTANCES);
+    if (event.kind !== 'down') run.warmup = record;
+    return record;
+  }
+
+  /**
+   * The source was read: if this process failed to read it before, its outage is over, and the
+   * warm-up record is told (which starts the warm-up, unless another process told it first). A
+   * record that cannot be told now is told by the next read.
+   */
+  private async sourceReadAgain(run: Run): Promise<void> {
+    const cluster = run.task.source;
+    if (!this.unreachedSources.has(cluster)) return;
+    try {
+      await this.noteWarmup(run, { kind: 'up' });
+      this.unreachedSources.delete(cluster);
+    } catch (err) {
+      run.log().warn({ err }, 'cannot record the end of the source outage; the next read does');
+    }
+  }
+
+  /** The source could not be reached or read: its warm-up record marks an outage (once per outage and process). */
+  private async sourceUnreached(run: Run): Promise<void> {
+    const cluster = run.task.source;
+    if (this.unreachedSources.has(cluster)) return;
+    try {
+      const ms = await this.warmupMs(run);
+      if (ms <= 0 || !this.opts.warmups) return;
+      await this.noteWarmup(run, { kind: 'down' }, ms);
+      this.unreachedSources.add(cluster);
+    } catch (err) {
+      run.log().warn({ err }, 'cannot record the source outage; the next failed read does');
+    }
   }
 
   /**
@@ -531,6 +665,7 @@ export class Reconciler {
     this.reached(run, task.destination, true);
     const lagMs = Math.max(0, Date.now() - run.since);
     const held = deletion?.verdict === 'hold' ? { ...deletion.held, addresses: planned.held.slice(0, MAX_HELD_ADDRESSES).map(instanceId).sort() } : null;
+    const warmup = planned.warmup ?? null;
     const guard = run.nextGuard === undefined ? undefined : this.opts.store.putGuard(taskId, service, run.nextGuard);
     const status = this.opts.store.putServiceStatus(taskId, {
       service,
@@ -542,6 +677,7 @@ export class Reconciler {
       problems,
       sourceDigest: instancesDigest(reads.sourceInstances),
       held,
+      ...(warmup ? { warmup } : {}),
       ...(Object.keys(planned.skipped).length > 0 ? { skipped: planned.skipped } : {}),
     });
     await Promise.all([live.recorded, status, guard]);
@@ -554,7 +690,9 @@ export class Reconciler {
         `${count(plan.upsert.length, 'copy', 'copies')} written to and ${plan.remove.length} removed from ${task.destination}; ${count(live.instances.length, 'copy', 'copies')} there, ${count(reads.sourceInstances.length, 'source instance', 'source instances')} (lag ${lagMs} ms)`,
       );
     }
-    return deletion?.verdict === 'hold' && deletion.requeueAfterMs !== undefined ? { ...synced, requeueAfterMs: deletion.requeueAfterMs } : synced;
+    // Held removals are applied by a reconcile when the hold ends, not at the next full sync.
+    const requeues = [deletion?.verdict === 'hold' ? deletion.requeueAfterMs : undefined, planned.warmupRequeueMs].filter((ms): ms is number => ms !== undefined);
+    return requeues.length > 0 ? { ...synced, requeueAfterMs: Math.min(...requeues) } : synced;
   }
 
   /** The problems of a run that went through: held removals, address conflicts, skipped source entries. */
@@ -562,6 +700,9 @@ export class Reconciler {
     const { task } = run;
     const problems: Problem[] = [];
     const { plan, deletion } = planned;
+    if (planned.warmup) {
+      problems.push({ code: 'source_warming_up', side: 'source', cluster: task.source, message: warmupNote(task.source, planned.warmup, planned.warmup.removes) });
+    }
     if (deletion?.verdict === 'hold') {
       problems.push({ code: 'mass_deletion_held', side: 'destination', cluster: task.destination, message: heldNote(task.id, deletion.held, { confirmMs: this.confirmEmptyMs, windowMs: task.options.massDeletionWindowMs ?? DEFAULT_MASS_DELETION_WINDOW_MS }) });
     }
@@ -592,7 +733,8 @@ export class Reconciler {
   /** Records a phase's problem and stops the run with it (the reconcile rejects with `cause`). */
   private async fail(run: Run, problem: Problem, cause: unknown): Promise<never> {
     if (isUnreached(problem)) this.reached(run, problem.cluster, false, problem.message);
-    await this.recordProblem(run, withCause(problem, cause));
+    const outage = isUnreached(problem) && problem.side === 'source' && problem.cluster === run.task.source;
+    await Promise.all([this.recordProblem(run, withCause(problem, cause)), outage ? this.sourceUnreached(run) : undefined]);
     throw new PhaseFailure(problem.message, { cause });
   }
 
@@ -644,8 +786,9 @@ export class Reconciler {
         lastError: problem.message,
         problems: [problem],
         sourceDigest: previous?.sourceDigest,
-        // A failed read does not confirm nor forget a held deletion.
+        // A failed read does not confirm nor forget a held deletion, nor a warm-up's hold.
         held: previous?.held ?? null,
+        ...(previous?.warmup ? { warmup: previous.warmup } : {}),
       })
       .catch((err: unknown) => this.log.warn({ err }, 'cannot record status'));
   }
@@ -682,6 +825,13 @@ function heldNote(taskId: string, held: HeldDeletion, settings: { confirmMs: num
     (held.confirm === 'read' ? `applied if a read ${settings.confirmMs} ms later still plans it, or ` : '') +
     `released by POST /api/v1/tasks/${taskId}/release`
   );
+}
+
+/** The status line of removals held by a source's warm-up: why, how many, and until when. */
+function warmupNote(sourceId: string, hold: { reason: WarmupHold['reason']; until: number | string }, removes: number): string {
+  const why = hold.reason === 'outage' ? 'after an outage' : 'after a sharp drop of its instances';
+  const until = typeof hold.until === 'number' ? new Date(hold.until).toISOString() : hold.until;
+  return `source ${sourceId} is warming up ${why}: ${count(removes, 'removal', 'removals')} held until ${until} (additions and updates go through)`;
 }
 
 /** `1 copy`, `2 copies`. */

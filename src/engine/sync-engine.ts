@@ -73,7 +73,7 @@ export interface SyncEngineOptions {
   heartbeats: HeartbeatScheduler;
   logger: Logger;
   /** What the engine's {@link Reconciler} needs besides what the engine shares with it. */
-  reconcile?: Pick<ReconcilerOptions, 'cmdb' | 'observer'>;
+  reconcile?: Pick<ReconcilerOptions, 'cmdb' | 'observer' | 'warmups' | 'warmupOf'>;
   /** The shard of a service sync key; default: everything is shard 0. */
   shardOf?: (key: string) => number;
   /**

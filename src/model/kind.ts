@@ -77,8 +77,39 @@ export interface KindDescriptor<Name extends string = string> {
   validate(spec: ClusterSpec): void;
   /** Builds the adapter of one cluster of this kind. */
   create(spec: ClusterSpec, deps: KindDeps): RegistryAdapter;
+  /**
+   * How long removals from a cluster of this kind wait after it was unreachable or its instances
+   * dropped sharply (ms; 0: not at all): its `warmupSeconds`, else the kind's default, derived from
+   * how long the registry's own clients take to come back (see `src/engine/warmup.ts`). Expects a
+   * spec that {@link validate} accepts.
+   */
+  warmupMs(spec: ClusterSpec): number;
   /** True when `create` reports failed requests through `deps.onRequestError` itself. */
   readonly reportsRequestErrors: boolean;
+}
+
+/** `options.warmupSeconds`, which every kind declares with its own default (see {@link KindDescriptor.warmupMs}). */
+export const WARMUP_OPTION = 'warmupSeconds';
+
+/** The longest warm-up a cluster may have, s. */
+export const MAX_WARMUP_SECONDS = 86_400;
+
+/** The option table entry of `warmupSeconds`, with the kind's default and why it is that. */
+export function warmupOptionSpec(defaultText: string): KindOptionSpec {
+  return {
+    type: 'integer',
+    description: `Seconds removals from this cluster wait after it was unreachable or after a read found fewer than half of a service's instances (a restart refilling); additions and updates go through. 0 turns it off. Default ${defaultText}.`,
+  };
+}
+
+/**
+ * Reads `options.warmupSeconds`: an integer from 0 to {@link MAX_WARMUP_SECONDS} (a string holding
+ * one too), `fallback` when absent; undefined for anything else (the kind's parser refuses it).
+ */
+export function parseWarmupSeconds(value: unknown, fallback: number): number | undefined {
+  if (value === undefined) return fallback;
+  const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+  return typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= MAX_WARMUP_SECONDS ? n : undefined;
 }
 
 /** `options.aliases`: read by the engine, not by any adapter. */

@@ -11,6 +11,8 @@ import type { HeldDeletion, ServiceKey } from './types.js';
  * - `over_instance_limit`: the source lists more instances than the task's `maxInstances`;
  * - `empty_source_held`: the source suddenly lists nothing; the copies are kept until confirmed;
  * - `mass_deletion_held`: too many copies would go within the guard's window (see `held`);
+ * - `source_warming_up`: the source is warming up after an outage or a sharp drop; its removals
+ *   wait until the warm-up ends (see `warmup`), additions and updates go through;
  * - `address_conflict`: some copies were not written: their address belongs to another owner;
  * - `source_skipped`: the source had entries it could not read as instances (each named).
  */
@@ -23,6 +25,7 @@ export type ProblemCode =
   | 'over_instance_limit'
   | 'empty_source_held'
   | 'mass_deletion_held'
+  | 'source_warming_up'
   | 'address_conflict'
   | 'source_skipped';
 
@@ -36,6 +39,7 @@ export const PROBLEM_CODES: readonly ProblemCode[] = [
   'over_instance_limit',
   'empty_source_held',
   'mass_deletion_held',
+  'source_warming_up',
   'address_conflict',
   'source_skipped',
 ];
@@ -125,6 +129,8 @@ export interface ServiceStatus {
   sourceDigest?: string | undefined;
   /** A mass deletion held back until confirmed; null or absent: none. */
   held?: HeldDeletion | null | undefined;
+  /** Removals held back while the source warms up (see {@link WarmupHold}); null or absent: none. */
+  warmup?: WarmupHold | null | undefined;
   /**
    * Why source instances have no copy, by reason, counting only reasons that apply (absent: all
    * were copied): the gap between `sourceInstances` and `destinationInstances`, explained.
@@ -159,4 +165,42 @@ export interface GuardState {
    * the window). Empty or absent: no removal within the window.
    */
   copies?: Array<[number, number]> | undefined;
+}
+
+/**
+ * Why a source cluster is warming up: `outage` (a reconcile could not reach or read it; the warm-up
+ * starts when it is read again), `drop` (a read of a service found fewer than half of the instances
+ * the previous read found: a registry refilling after a restart).
+ */
+export type WarmupReason = 'outage' | 'drop';
+
+/**
+ * What Redis holds of one source cluster's warm-up (`<p>:source-warmup:<cluster>`), the same for
+ * every replica of every shard: since when it has been unreachable (`down`, while no read
+ * succeeded since), or the warm-up that started when it came back or dropped (ms since the epoch).
+ */
+export interface SourceWarmupRecord {
+  /** The first failed read of an outage not yet over (no read succeeded since). */
+  down?: number | undefined;
+  /** When the warm-up started, and when it ends as it was started (the cluster's warm-up then). */
+  since?: number | undefined;
+  until?: number | undefined;
+  reason?: WarmupReason | undefined;
+  /**
+   * Sharp drops counted towards a warm-up not yet started: by source service (`namespace/group/name`),
+   * when its latest drop was read and the most instances it lost within the warm-up's time.
+   */
+  drops?: Record<string, [number, number]> | undefined;
+}
+
+/** Removals of a service sync held while its source warms up, as its status shows them. */
+export interface WarmupHold {
+  /** The source cluster warming up. */
+  cluster: string;
+  reason: WarmupReason;
+  /** When the warm-up started and when it ends (ISO times): the held removals are applied then. */
+  since: string;
+  until: string;
+  /** Copies the reconcile would have removed. */
+  removes: number;
 }

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { KINDS } from '../../adapters/kinds.js';
+import { KINDS, kindNamed } from '../../adapters/kinds.js';
 import { shardOf, type Deployment, type ShardCoordinator } from '../coord/index.js';
 import { AdapterPool, type AdapterFactory } from '../engine/adapter-pool.js';
 import { ClusterRecovery } from '../engine/cluster-recovery.js';
@@ -14,12 +14,12 @@ import { SyncEngine } from '../engine/sync-engine.js';
 import { countingRequestErrors } from '../metrics/adapter-errors.js';
 import { RegsyncMetrics, TaskEventLog } from '../metrics/index.js';
 import { ShardQueues } from '../queue/shard-queue.js';
-import { MissingServices, RegsyncStore } from '../store/index.js';
+import { MissingServices, RegsyncStore, SourceWarmups } from '../store/index.js';
 import { ClusterErrorHistory } from '../store/cluster-history.js';
 import type { CmdbCache } from '../cmdb/cache.js';
 import type { Connections } from './connections.js';
 import { redisKeys } from '../util/redis-keys.js';
-import type { TaskSpec } from '../model/types.js';
+import type { ClusterSpec, TaskSpec } from '../model/types.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 
 /** What {@link buildCore} takes from the process's settings. */
@@ -121,7 +121,7 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
     liveSets,
     sets,
     missing: new MissingServices(redis, prefix),
-    reconcile: { cmdb: settings.cmdb?.cache, observer },
+    reconcile: { cmdb: settings.cmdb?.cache, observer, warmups: new SourceWarmups(redis, prefix), warmupOf },
     ...(sourceAddresses ? { sourceAddresses } : {}),
     ...(settings.confirmEmptyMs !== undefined ? { confirmMs: settings.confirmEmptyMs } : {}),
   });
@@ -148,6 +148,15 @@ export function buildCore(settings: CoreSettings, connections: Connections, depl
     engine,
     recovery,
   };
+}
+
+/** A source cluster's warm-up (ms), by its kind (see `KindDescriptor.warmupMs`); 0 for a kind or options this build cannot read. */
+function warmupOf(spec: ClusterSpec): number {
+  try {
+    return kindNamed(spec.kind)?.warmupMs(spec) ?? 0;
+  } catch {
+    return 0;
+  }
 }
 
 /** One factory per kind, each counting its failed requests (in the metrics and the cluster's error history): through the kind's own hook, else by wrapping its calls. */

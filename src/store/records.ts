@@ -89,7 +89,8 @@ export function isServiceStatus(v: unknown): v is ServiceStatus {
     isNullableString(v.lastError) &&
     (v.sourceDigest === undefined || typeof v.sourceDigest === 'string') &&
     (v.problems === undefined || (Array.isArray(v.problems) && v.problems.every((p) => isObject(p) && typeof p.code === 'string' && typeof p.message === 'string'))) &&
-    (v.held === undefined || v.held === null || (isObject(v.held) && typeof v.held.removes === 'number' && typeof v.held.since === 'string'))
+    (v.held === undefined || v.held === null || (isObject(v.held) && typeof v.held.removes === 'number' && typeof v.held.since === 'string')) &&
+    (v.warmup === undefined || v.warmup === null || (isObject(v.warmup) && typeof v.warmup.until === 'string' && typeof v.warmup.removes === 'number'))
   );
 }
 

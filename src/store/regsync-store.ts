@@ -3,7 +3,7 @@ import { MAX_HELD_ADDRESSES, compareServiceKeys, type ClusterSpec, type HeldDele
 import { compareStrings, isClusterSpec, isGuardState, isServiceStatus, isTaskSpec, parseRecord } from './records.js';
 import { CREATE_TASKS, DELETE_TASK, PUT_CLUSTER, PUT_STATUS_IF_TASK, REPLACE_CLUSTER_IF, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
 import { SecretBox, type SecretPlace } from '../secrets/secret-box.js';
-import type { GuardState, ServiceStatus, SkippedCounts, TaskProblem } from '../model/service-status.js';
+import type { GuardState, ServiceStatus, SkippedCounts, TaskProblem, WarmupHold } from '../model/service-status.js';
 import { rememberSecrets } from '../log.js';
 import { StoreError } from './store-error.js';
 import { evalScript } from '../util/redis-script.js';
@@ -617,6 +617,7 @@ function storedStatus(status: ServiceStatus): ServiceStatus {
     ...(status.problems !== undefined ? { problems: status.problems.map((p) => ({ code: p.code, side: p.side, cluster: p.cluster, message: p.message, ...(p.cause !== undefined ? { cause: p.cause } : {}) })) } : {}),
     ...(status.sourceDigest !== undefined ? { sourceDigest: status.sourceDigest } : {}),
     ...(status.held ? { held: storedHeld(status.held) } : {}),
+    ...(status.warmup ? { warmup: storedWarmup(status.warmup) } : {}),
     ...(status.skipped !== undefined ? { skipped: storedSkipped(status.skipped) } : {}),
   };
 }
@@ -636,6 +637,10 @@ function storedHeld(held: HeldDeletion): HeldDeletion {
     ...(held.peak !== undefined ? { peak: held.peak } : {}),
     ...(held.addresses !== undefined ? { addresses: held.addresses.slice(0, MAX_HELD_ADDRESSES) } : {}),
   };
+}
+
+function storedWarmup(warmup: WarmupHold): WarmupHold {
+  return { cluster: warmup.cluster, reason: warmup.reason, since: warmup.since, until: warmup.until, removes: warmup.removes };
 }
 
 function storedGuard(guard: GuardState): GuardState {

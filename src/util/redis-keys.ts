@@ -15,6 +15,7 @@
  * | `<p>:release:<task>:<service>` | string | an operator's release of a held mass deletion (1 h) |
  * | `<p>:deployment` | string | shards and replicas, fixed at the first start |
  * | `<p>:schema`, `<p>:schema-lock` | string | the version of the state's layout; held while a process migrates it |
+ * | `<p>:source-warmup:<cluster>` | string | a source cluster's warm-up: since when it has been unreachable, or when its warm-up started and ends (JSON) |
  * | `<p>:cluster-reach:<id>` | string | `up` or `down`: whether the last reconcile that used the cluster reached it (for its `cluster` events) |
  * | `<p>:failed-syncs:<id>`, `<p>:cluster-down:<id>` | set, string | service sync keys whose reconcile could not reach the cluster; set while a reconcile (not a recovery) failed so since the last drain |
  * | `<p>:failed-clusters`, `<p>:recovery-probe:<id>` | set, string | clusters with failed service syncs; held by the process that probes one for a period |
@@ -53,6 +54,7 @@ export const redisKeys = {
   clusterDown: (p: string, id: string) => `${p}:cluster-down:${id}`,
   failedClusters: (p: string) => `${p}:failed-clusters`,
   recoveryProbe: (p: string, id: string) => `${p}:recovery-probe:${id}`,
+  sourceWarmup: (p: string, clusterId: string) => `${p}:source-warmup:${clusterId}`,
   workers: (p: string) => `${p}:workers`,
   workerEvents: (p: string) => `${p}:workers:events`,
   worker: (p: string, id: string) => `${p}:worker:${id}`,

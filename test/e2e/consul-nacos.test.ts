@@ -61,7 +61,8 @@ describe('Consul <-> Nacos', () => {
     nacos = await addRegistry(fx, 'nacos');
     url = (await startSync(fx)).url as string;
     await defineClusters(url, fx);
-    const res = await api(url, 'POST', '/api/v1/clusters', { id: 'consul', kind: 'consul', endpoints: [consulServer.endpoint], options: { backoffMaxMs: 500 } });
+    // A short source warm-up: removals after the outage below wait 2 s, not Consul's 90 (see source-warmup.test.ts).
+    const res = await api(url, 'POST', '/api/v1/clusters', { id: 'consul', kind: 'consul', endpoints: [consulServer.endpoint], options: { backoffMaxMs: 500, warmupSeconds: 2 } });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
   });
   afterAll(async () => {

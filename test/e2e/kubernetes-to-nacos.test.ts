@@ -73,7 +73,8 @@ describe('Kubernetes -> Nacos', () => {
       id: 'k8s',
       kind: 'kubernetes',
       endpoints: [`127.0.0.1:${k8s.port}`],
-      options: { kubeconfig: join(dir, 'kubeconfig'), namespaceMap: { default: 'public' }, backoffInitialMs: 50, backoffMaxMs: 500 },
+      // A short source warm-up: the scale-down while the API server is away waits 2 s, not 40 (see source-warmup.test.ts).
+      options: { kubeconfig: join(dir, 'kubeconfig'), namespaceMap: { default: 'public' }, backoffInitialMs: 50, backoffMaxMs: 500, warmupSeconds: 2 },
     });
     expect(res.status).toBe(201);
     k8s.put('services', service('orders'));

@@ -98,8 +98,11 @@ export interface EurekaServer {
   refreshReadCache(): void;
   /** Stops answering: the port is closed and open connections are cut. State is kept. */
   stop(): Promise<void>;
-  /** Answers again on the same port. */
-  start(): Promise<void>;
+  /**
+   * Answers again on the same port; with `empty`, as a restarted Eureka server does (it keeps
+   * nothing on disk): no registrations, no delta, its clients register again as they renew.
+   */
+  start(options?: { empty?: boolean }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -495,7 +498,14 @@ export async function startEurekaServer(options: EurekaServerOptions = {}): Prom
     evict,
     refreshReadCache,
     stop: () => listening.stop(),
-    start: () => listening.start(),
+    start: (opts) => {
+      if (opts?.empty === true) {
+        registry.clear();
+        deltas.length = 0;
+        refreshReadCache();
+      }
+      return listening.start();
+    },
     async close() {
       if (cacheTimer !== undefined) clearTimeout(cacheTimer);
       if (evictionTimer !== undefined) clearInterval(evictionTimer);

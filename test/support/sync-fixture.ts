@@ -57,10 +57,10 @@ export async function api(url: string, method: string, path: string, body?: unkn
   return { status: res.status, body: text === '' ? undefined : JSON.parse(text) };
 }
 
-/** Registers a Nacos cluster for each registry of the fixture. */
-export async function defineClusters(url: string, fx: SyncFixture): Promise<void> {
+/** Registers a Nacos cluster for each registry of the fixture, each with `options` (none by default). */
+export async function defineClusters(url: string, fx: SyncFixture, options: Record<string, unknown> = {}): Promise<void> {
   for (const [id, registry] of fx.registries) {
-    const res = await api(url, 'POST', '/api/v1/clusters', { id, kind: 'nacos', endpoints: [registry.endpoint] });
+    const res = await api(url, 'POST', '/api/v1/clusters', { id, kind: 'nacos', endpoints: [registry.endpoint], ...(Object.keys(options).length > 0 ? { options } : {}) });
     if (res.status !== 201) throw new Error(`cannot define cluster ${id}: ${JSON.stringify(res.body)}`);
   }
 }
