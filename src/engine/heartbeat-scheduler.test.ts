@@ -122,6 +122,31 @@ describe('HeartbeatScheduler', () => {
     }
   });
 
+  it('forgets the copies being removed: no beat after, and one in flight registers nothing when answered unknown', async () => {
+    const dest = new RecordingDestination();
+    let answer: ((result: BeatResult) => void) | undefined;
+    dest.heartbeat = (_service, instance) => {
+      dest.beats.set(instance.ip, (dest.beats.get(instance.ip) ?? 0) + 1);
+      if (instance.ip !== '10.0.0.2') return Promise.resolve('ok');
+      return new Promise<BeatResult>((resolve) => (answer = resolve));
+    };
+    const hb = new HeartbeatScheduler({ tickMs: 10, logger: silentLogger() });
+    hb.start();
+    try {
+      hb.set('o1', dest, service, [inst('10.0.0.1'), inst('10.0.0.2')]);
+      await waitUntil(() => answer !== undefined, { message: 'a beat of 10.0.0.2 in flight' });
+      hb.forget('o1', dest, service, [inst('10.0.0.2')]);
+      answer?.('unknown');
+      const kept = dest.count('10.0.0.1');
+      await waitUntil(() => dest.count('10.0.0.1') >= kept + 3, { message: 'the other copy beats on' });
+      expect(dest.count('10.0.0.2')).toBe(1);
+      expect(dest.applied).toEqual([]);
+      expect(hb.stats()).toMatchObject({ entries: 1, reRegistered: 0 });
+    } finally {
+      hb.stop();
+    }
+  });
+
   it('beats on, but does not register again, a copy whose instance the last source read no longer lists', async () => {
     const dest = new RecordingDestination();
     const hb = new HeartbeatScheduler({ tickMs: 10, logger: silentLogger() });

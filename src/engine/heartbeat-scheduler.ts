@@ -119,7 +119,7 @@ export class HeartbeatScheduler {
     }
     const intervalMs = Math.max(this.tickMs, adapter.heartbeatIntervalMs ?? 5_000);
     const justWritten = new Set(written.map(instanceId));
-    const keyPrefix = `${owner}\n${adapter.clusterId}\n${serviceKeyString(service)}\n`;
+    const keyPrefix = entryPrefix(owner, adapter, service);
     const keep = new Set<string>();
     for (const instance of instances) {
       if (!instance.ephemeral && adapter.leasesEveryInstance !== true) continue;
@@ -158,6 +158,23 @@ export class HeartbeatScheduler {
       const entry = this.entries.get(key);
       if (entry) entry.unlisted = !listed.has(`${entry.instance.ip}:${entry.instance.port}`);
     }
+  }
+
+  /**
+   * Stops the beats of those of `owner`'s `instances` on `adapter` and `service` that it is about to
+   * remove, before the removal is sent: a beat of a copy already deregistered answers "unknown",
+   * and would register it again (for good, until the next reconcile) if its entry were still there.
+   * A beat in flight meanwhile finds its entry gone and registers nothing.
+   */
+  forget(owner: string, adapter: RegistryAdapter, service: ServiceKey, instances: readonly Instance[]): void {
+    const keys = this.byOwner.get(owner);
+    if (!keys || instances.length === 0) return;
+    const keyPrefix = entryPrefix(owner, adapter, service);
+    for (const instance of instances) {
+      const key = keyPrefix + instanceId(instance);
+      if (keys.delete(key)) this.entries.delete(key);
+    }
+    if (keys.size === 0) this.byOwner.delete(owner);
   }
 
   /** Stops every beat of `owner` at once. */
@@ -309,4 +326,9 @@ export class HeartbeatScheduler {
  */
 function phaseOf(key: string): number {
   return quickHash(key);
+}
+
+/** Where the keys of `owner`'s entries on `adapter` and `service` start (the instance's id follows). */
+function entryPrefix(owner: string, adapter: RegistryAdapter, service: ServiceKey): string {
+  return `${owner}\n${adapter.clusterId}\n${serviceKeyString(service)}\n`;
 }

@@ -56,6 +56,24 @@ describe('Reconciler', () => {
     expect(b.calls.filter((c) => c.startsWith('apply'))).toHaveLength(writes);
   });
 
+  it('stops beating the copies it removes before the removal is sent, so no beat registers one again', async () => {
+    a.put(SERVICE, ips(3).map((ip) => ({ ...instance(ip), ephemeral: true })));
+    await worker.reconcile();
+    expect(worker.heartbeats.stats().entries).toBe(3);
+    // What the destination is asked to remove is, by then, beaten no more: a beat of a copy already
+    // removed answers "unknown", and the beat would register it again.
+    const beatenWhileRemoving: number[] = [];
+    const apply = b.apply.bind(b);
+    b.apply = async (service, plan) => {
+      if (plan.remove.length > 0) beatenWhileRemoving.push(worker.heartbeats.stats().entries);
+      return apply(service, plan);
+    };
+    a.put(SERVICE, ips(2).map((ip) => ({ ...instance(ip), ephemeral: true })));
+    expect(await worker.reconcile()).toMatchObject({ kind: 'synced', removes: 1 });
+    expect(beatenWhileRemoving).toEqual([2]);
+    expect(worker.heartbeats.stats().entries).toBe(2);
+  });
+
   it('says why source instances have no copy: unhealthy, disabled, a loop mark, an address taken', async () => {
     a.put(SERVICE, [
       instance('10.9.0.1'),

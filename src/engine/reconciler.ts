@@ -587,6 +587,8 @@ export class Reconciler {
     if (plan.upsert.length === 0 && plan.remove.length === 0) return false;
     const { destination } = reads;
     const cluster = run.task.destination;
+    // What goes is no longer beaten from now: a beat answered "unknown" by a copy just removed would register it again.
+    this.opts.heartbeats.forget(run.key, destination, run.target, plan.remove);
     try {
       const desired = reads.bound ? { desired: { owner: run.key, instances: [...plan.upsert, ...plan.unchanged] } } : {};
       await destination.apply(run.target, { upsert: plan.upsert, remove: plan.remove, ...desired });
