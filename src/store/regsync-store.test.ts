@@ -247,6 +247,15 @@ describe('status', () => {
 
     expect(await store.getServiceStatus('t1', { namespace: 'dev', group: 'G', name: 'b' })).toEqual(listed[0]);
     expect(await store.getServiceStatus('t1', { namespace: 'dev', group: 'G', name: 'nope' })).toBeUndefined();
+    // Many at once (one HMGET), in the order asked, undefined where there is none.
+    expect(
+      await store.getServiceStatuses('t1', [
+        { namespace: 'public', group: 'DEFAULT_GROUP', name: 'zeta' },
+        { namespace: 'dev', group: 'G', name: 'nope' },
+        { namespace: 'dev', group: 'G', name: 'b' },
+      ]),
+    ).toEqual([listed[2], undefined, listed[0]]);
+    expect(await store.getServiceStatuses('t1', [])).toEqual([]);
     await store.putServiceStatus('t1', status('digested', { sourceDigest: 'abc' }));
     expect((await store.getServiceStatus('t1', { namespace: 'public', group: 'DEFAULT_GROUP', name: 'digested' }))?.sourceDigest).toBe('abc');
     await store.deleteServiceStatus('t1', { namespace: 'public', group: 'DEFAULT_GROUP', name: 'digested' });

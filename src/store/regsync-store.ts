@@ -344,6 +344,18 @@ export class RegsyncStore {
     return raw === null ? undefined : parseRecord(`${key} field ${field}`, raw, 'service status', isServiceStatus);
   }
 
+  /**
+   * The statuses of many services of a task, in the order asked (undefined where there is none):
+   * one HMGET, so that a full sync reads a slice of statuses in one round trip.
+   */
+  async getServiceStatuses(taskId: string, services: readonly ServiceKey[]): Promise<Array<ServiceStatus | undefined>> {
+    if (services.length === 0) return [];
+    const key = this.statusKey(taskId);
+    const fields = services.map(statusField);
+    const raws = await this.redis.hmget(key, ...fields);
+    return raws.map((raw, i) => (raw === null ? undefined : parseRecord(`${key} field ${fields[i]}`, raw, 'service status', isServiceStatus)));
+  }
+
   /** The service sync keys (see `serviceSyncKey`) of every service with a status in a task; cheap (field names only). */
   async statusKeys(taskId: string): Promise<string[]> {
     const fields = await this.redis.hkeys(this.statusKey(taskId));
