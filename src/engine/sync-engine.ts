@@ -97,8 +97,8 @@ interface ActiveTask {
 interface FullSyncRun {
   /** Settles once the first slice is queued (or the full sync ended before one). */
   started: Promise<void>;
-  /** Asked for while this one walks: a full sync reconciling everything (true) or the filtered one (false) runs after it. */
-  after?: boolean;
+  /** A resync asked for while this one walks runs after it; resolves once that one started. */
+  after?: { started: Promise<void>; resolve: () => void };
 }
 
 export interface SyncEngineOptions {
@@ -625,15 +625,21 @@ export class SyncEngine implements TaskControl {
    * A full sync: lists the source again (picking up new services and dropping confirmed missing
    * ones), then walks the service syncs of the led shards in slices of {@link FULL_SYNC_SLICE}
    * (each slice's statuses read at once, its due keys queued in one batch, paced by the queues'
-   * depth). One full sync of a task walks at a time: one asked for meanwhile runs after it
-   * (a timer's is dropped, a resync's waits). Settles once the first slice is queued.
+   * depth). One full sync of a task walks at a time: a periodic one due meanwhile is dropped, a
+   * resync runs after it (several merged into one). Settles once the first slice is queued.
    */
   private fullSync(active: ActiveTask, everything = false): Promise<void> {
     if (this.active.get(active.task.id) !== active) return Promise.resolve();
     const running = active.fullSyncRun;
     if (running) {
-      if (everything) running.after = true;
-      return Promise.resolve();
+      // The periodic one finds the walk still under way: it is that walk.
+      if (!everything) return Promise.resolve();
+      if (!running.after) {
+        let resolve: () => void = () => {};
+        const started = new Promise<void>((r) => (resolve = r));
+        running.after = { started, resolve };
+      }
+      return running.after.started;
     }
     let markStarted: () => void = () => {};
     const run: FullSyncRun = { started: new Promise<void>((resolve) => (markStarted = resolve)) };
@@ -643,7 +649,8 @@ export class SyncEngine implements TaskControl {
       .finally(() => {
         markStarted();
         if (active.fullSyncRun === run) active.fullSyncRun = undefined;
-        if (run.after !== undefined) void this.fullSync(active, run.after);
+        const after = run.after;
+        if (after) void this.fullSync(active, true).then(after.resolve);
       });
     return run.started;
   }
