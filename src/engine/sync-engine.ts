@@ -57,11 +57,12 @@ export type SyncEngineStore = EngineStore & {
 /**
  * Service syncs a full sync takes at a time: their statuses are read at once (one round trip) and
  * those due are queued in one batch. The next slice waits until the queues the last one went to
- * hold at most {@link FULL_SYNC_PACE_DEPTH} jobs, so that a full sync of 100,000 services never
- * queues them all at once: it goes as fast as the workers reconcile, a slice or two ahead of them.
+ * hold at most {@link FULL_SYNC_PACE_DEPTH} jobs each on average, so that a full sync of 100,000
+ * services never queues them all at once: it goes as fast as the workers reconcile, with a slice
+ * or two waiting for them (they never run dry while the walk looks at the depth).
  */
 export const FULL_SYNC_SLICE = 500;
-/** Jobs the queues of a slice may still hold when the next slice of a full sync goes out. */
+/** Jobs per shard the queues of a slice may still hold, on average, when the next slice of a full sync goes out. */
 export const FULL_SYNC_PACE_DEPTH = FULL_SYNC_SLICE;
 /** How often a full sync waiting for room in the queues looks at their depth. */
 const FULL_SYNC_PACE_POLL_MS = 200;
@@ -686,8 +687,9 @@ export class SyncEngine implements TaskControl {
 
   /**
    * Waits (polling the queues' depth) until the shards the last slice went to hold at most
-   * {@link FULL_SYNC_PACE_DEPTH} jobs, or {@link FULL_SYNC_PACE_MAX_WAIT_MS}; without a depth to
-   * ask (a queue that cannot tell), the next slice follows after a turn of the event loop.
+   * {@link FULL_SYNC_PACE_DEPTH} jobs each on average, or {@link FULL_SYNC_PACE_MAX_WAIT_MS};
+   * without a depth to ask (a queue that cannot tell), the next slice follows after a turn of the
+   * event loop.
    */
   private async paceFullSync(active: ActiveTask, shards: ReadonlySet<number>): Promise<void> {
     const { queue } = this.opts;
@@ -701,7 +703,7 @@ export class SyncEngine implements TaskControl {
       } catch {
         return;
       }
-      if (depth <= FULL_SYNC_PACE_DEPTH || Date.now() >= until || this.active.get(active.task.id) !== active) return;
+      if (depth <= FULL_SYNC_PACE_DEPTH * shards.size || Date.now() >= until || this.active.get(active.task.id) !== active) return;
       await sleep(FULL_SYNC_PACE_POLL_MS);
     }
   }
