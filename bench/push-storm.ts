@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { startRegistry } from '../src/registry/index.js';
 import { TestGrpcClient } from '../test/support/grpc-client.js';
 import { startRedis } from '../test/support/redis.js';
+import { ByteProxy } from './byte-proxy.js';
 import { CopyCounter } from './cold-sync.js';
 import { publishServices } from './grpc-load.js';
 import { callApi, repoRoot, startRegsyncUp } from './regsync.js';
@@ -18,12 +19,16 @@ import { callApi, repoRoot, startRegsyncUp } from './regsync.js';
  * convergence show whether they are first pushes of new subscriptions, pushes after a change, or
  * retries. Counts only: the machine may be shared.
  *
- *   npx tsx bench/push-storm.ts [services=10000] [instances=5] [seconds after convergence=40]
+ * With `proxied`, regsync talks to A and B through the bench's byte-counting relays (as the `rest`
+ * phase does), which adds to this process's load and to how late regsync's answers reach A.
+ *
+ *   node dist/bench/push-storm.js [services=10000] [instances=5] [seconds after convergence=40] [proxied]
  */
 
 const services = Number(process.argv[2] ?? 10_000);
 const instances = Number(process.argv[3] ?? 5);
 const afterS = Number(process.argv[4] ?? 40);
+const proxied = process.argv[5] === 'proxied';
 
 interface PushLine {
   msg?: string;
@@ -57,9 +62,19 @@ async function main(): Promise<void> {
   const b = await startRegistry({ port: 0 });
   const regsync = await startRegsyncUp({ redisUrl: redis.url, logDir: join(repoRoot(), 'dist', 'bench-logs') });
   const publisher = await TestGrpcClient.connect(a.grpcEndpoint as string);
+  const proxies: ByteProxy[] = [];
   try {
     for (const [id, r] of [['a', a], ['b', b]] as const) {
-      await callApi(regsync.url, 'POST', '/api/v1/clusters', { id, kind: 'nacos', endpoints: [r.endpoint], options: { apiVersion: 'grpc', grpcPort: r.grpcPort } }, 201);
+      let endpoint = r.endpoint;
+      let grpcPort = r.grpcPort as number;
+      if (proxied) {
+        const http = await ByteProxy.start(r.port);
+        const grpc = await ByteProxy.start(grpcPort);
+        proxies.push(http, grpc);
+        endpoint = `127.0.0.1:${http.port}`;
+        grpcPort = grpc.port;
+      }
+      await callApi(regsync.url, 'POST', '/api/v1/clusters', { id, kind: 'nacos', endpoints: [endpoint], options: { apiVersion: 'grpc', grpcPort } }, 201);
     }
     await publishServices(publisher, { services, instances });
     const sentBefore = a.grpc?.stats().pushesSent ?? 0;
@@ -92,6 +107,7 @@ async function main(): Promise<void> {
   } finally {
     publisher.close();
     await regsync.stop();
+    for (const p of proxies) await p.close();
     await a.close();
     await b.close();
     await redis.cleanup();

@@ -17,8 +17,8 @@ import { callApi, QueueSampler, repoRoot, startRegsyncUp } from './regsync.js';
  * runs in as long subtracted. Registries A and B in this process, one `regsync up`, clusters over
  * gRPC, a `*` task of `services` x `instances` and a one-service task `one` (its first service):
  *
- * - a reconcile of an unchanged service (`POST /tasks/one/resync`),
- * - a reconcile of a changed one (an instance added to it in A),
+ * - a reconcile of an unchanged service (`POST /tasks/one/resync`, 20 times),
+ * - a reconcile of a changed one (an instance added to it in A, or removed again; 20 times),
  * - a full sync of the `*` task (`POST /tasks/all/resync`: every service reconciled, none changed).
  *
  *   node dist/bench/redis-per-reconcile.js [services=2000] [instances=5]
@@ -92,14 +92,23 @@ async function main(): Promise<void> {
     const one = serviceName(0);
     await callApi(regsync.url, 'POST', '/api/v1/tasks', { id: 'one', source: 'a', destination: 'b', service: one, options: { fullSyncIntervalMs: 3_600_000 } }, 201);
     await settle();
-    const unchanged = await measure(() => callApi(regsync.url, 'POST', '/api/v1/tasks/one/resync', undefined, 202).then(() => undefined), idlePerS);
-    print('one reconcile, unchanged (resync of a one-service task)', 1, unchanged);
-    const changed = await measure(async () => {
-      const answer = await publisher.naming('BatchInstanceRequest', one, { type: 'batchRegisterInstance', instances: batchHosts(one, 0, instances + 1) }, { namespace: NAMESPACE, groupName: GROUP });
-      if (answer.body.resultCode !== 200) throw new Error('publish refused');
+    const repeats = 20;
+    const unchanged = await measure(async () => {
+      for (let i = 0; i < repeats; i += 1) {
+        await callApi(regsync.url, 'POST', '/api/v1/tasks/one/resync', undefined, 202);
+        await delay(300);
+      }
     }, idlePerS);
-    // The change reaches both tasks (`all` and `one`): two reconciles.
-    print('one reconcile, changed (an instance added; two tasks read it)', 2, changed);
+    print(`one reconcile, unchanged (${repeats} resyncs of a one-service task, API and control bus included)`, repeats, unchanged);
+    const changed = await measure(async () => {
+      for (let i = 0; i < repeats; i += 1) {
+        const answer = await publisher.naming('BatchInstanceRequest', one, { type: 'batchRegisterInstance', instances: batchHosts(one, 0, instances + (i % 2 === 0 ? 1 : 0)) }, { namespace: NAMESPACE, groupName: GROUP });
+        if (answer.body.resultCode !== 200) throw new Error('publish refused');
+        await delay(600);
+      }
+    }, idlePerS);
+    // Each change reaches both tasks (`all` and `one`): two reconciles.
+    print(`one reconcile, changed (${repeats} changes of one service, an instance added or removed; two tasks read it)`, 2 * repeats, changed);
     const full = await measure(() => callApi(regsync.url, 'POST', '/api/v1/tasks/all/resync', undefined, 202).then(() => undefined), idlePerS, true);
     print(`full sync of ${services} services (resync, nothing changed)`, services, full);
     console.log(`  full sync total: ${full.total} commands for ${services} services`);
