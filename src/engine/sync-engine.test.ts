@@ -246,3 +246,60 @@ describe('SyncEngine full syncs in slices', () => {
     }
   });
 });
+
+describe('SyncEngine expansions of a `*` task', () => {
+  it('runs at most one listing at a time and one after it, however many list changes come meanwhile', async () => {
+    const store = new MemoryEngineStore();
+    const logger = silentLogger();
+    store.clusters.set('a', harnessCluster('a'));
+    store.clusters.set('b', harnessCluster('b'));
+    let lists = 0;
+    let gate: Promise<void> | undefined;
+    let open: () => void = () => {};
+    const changed = new Set<() => void>();
+    const source = Object.assign(new FakeAdapter('a'), {
+      watchServices: (_scope: unknown, onChange: () => void) => {
+        changed.add(onChange);
+        return () => changed.delete(onChange);
+      },
+    });
+    const list = source.listServices.bind(source);
+    source.listServices = async (scope) => {
+      lists += 1;
+      await gate;
+      return list(scope);
+    };
+    source.put(svc('orders'), [instance('10.7.0.1')]);
+    store.tasks.set('t', { ...harnessTask(), service: '*' });
+    const registries = new Map<string, FakeAdapter>([['a', source], ['b', new FakeAdapter('b')]]);
+    const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: (spec) => registries.get(spec.id) as FakeAdapter }, logger);
+    const started: string[] = [];
+    const engine = new SyncEngine({
+      store,
+      adapters,
+      heartbeats: new HeartbeatScheduler({ logger }),
+      logger,
+      queue: { enqueue: async (k, reason) => void (reason === 'start' && started.push(k)) },
+      missing: new MemoryMissingServices(),
+    });
+    try {
+      await engine.start();
+      expect(lists).toBe(1);
+      // The next listing hangs; ten list changes arrive meanwhile.
+      gate = new Promise<void>((resolve) => (open = resolve));
+      source.put(svc('billing'), [instance('10.7.0.2')]);
+      for (const onChange of changed) onChange();
+      await vi.waitFor(() => expect(lists).toBe(2));
+      for (let i = 0; i < 10; i += 1) for (const onChange of changed) onChange();
+      open();
+      await vi.waitFor(() => expect(started).toContain(key('billing')));
+      await vi.waitFor(() => expect(lists).toBe(3));
+      // Settled: nothing else lists.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(lists).toBe(3);
+      expect(started.filter((k) => k === key('billing'))).toHaveLength(1);
+    } finally {
+      await engine.stop();
+    }
+  });
+});

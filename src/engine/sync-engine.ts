@@ -91,7 +91,7 @@ interface ActiveTask {
   /** The expansion under way, and the one that follows it: at most one runs and one waits (see {@link SyncEngine.expansion}). */
   expanding?: Promise<string[]> | undefined;
   nextExpansion?: Promise<string[]> | undefined;
-  /** The full sync walking the task's service syncs; another one asked for meanwhile is merged into `fullSyncAfter`. */
+  /** The full sync walking the task's service syncs (one at a time; see {@link SyncEngine.fullSync}). */
   fullSyncRun?: FullSyncRun | undefined;
 }
 
