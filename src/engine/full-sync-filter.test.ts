@@ -25,7 +25,7 @@ function input(over: Partial<FullSyncFilterInput>, statuses: Map<string, Service
     source: { cachedDigest: (s) => digests.get(s.name) },
     destinationBound: true,
     verify: false,
-    status: async (_task, s) => statuses.get(s.name),
+    statuses: async (_task, services) => services.map((s) => statuses.get(s.name)),
     ...over,
   };
 }
@@ -61,7 +61,7 @@ describe('dueForFullSync', () => {
   });
 
   it('treats a status that cannot be read as due', async () => {
-    const { due } = await dueForFullSync(input({ status: () => Promise.reject(new Error('redis down')) }, statuses, digests));
+    const { due } = await dueForFullSync(input({ statuses: () => Promise.reject(new Error('redis down')) }, statuses, digests));
     expect(due).toContain('same');
   });
 });

@@ -6,7 +6,7 @@ import { MemoryEngineStore, MemoryMissingServices } from '../../test/support/mem
 import { harnessCluster, harnessTask } from '../../test/support/reconciler-harness.js';
 import { AdapterPool } from './adapter-pool.js';
 import { HeartbeatScheduler } from './heartbeat-scheduler.js';
-import { SyncEngine } from './sync-engine.js';
+import { FULL_SYNC_SLICE, SyncEngine } from './sync-engine.js';
 
 const T0 = Date.parse('2024-01-01T00:00:00.000Z');
 const svc = (name: string): ServiceKey => ({ namespace: 'public', group: 'DEFAULT_GROUP', name });
@@ -140,6 +140,164 @@ describe('SyncEngine full syncs of pushed sources into connection-bound destinat
       full.length = 0;
       await engine.resync('t');
       expect(full.sort()).toEqual(expect.arrayContaining(['billing', 'orders']));
+    } finally {
+      await engine.stop();
+    }
+  });
+});
+
+/** A 1,200-service `*` task: full syncs go out in slices of FULL_SYNC_SLICE, paced by the queues' depth. */
+describe('SyncEngine full syncs in slices', () => {
+  const SERVICES = 1_200;
+  const names = Array.from({ length: SERVICES }, (_, i) => `s${String(i).padStart(4, '0')}`);
+
+  /** A store that reads a slice's statuses at once, counting the reads. */
+  class BatchStore extends MemoryEngineStore {
+    readonly batchReads: number[] = [];
+    async getServiceStatuses(taskId: string, services: readonly ServiceKey[]) {
+      this.batchReads.push(services.length);
+      return Promise.all(services.map((s) => this.getServiceStatus(taskId, s)));
+    }
+  }
+
+  const setup = (opts: { pushed?: (name: string) => string | undefined; fullSyncIntervalMs?: number } = {}) => {
+    const store = new BatchStore();
+    const logger = silentLogger();
+    store.clusters.set('a', harnessCluster('a'));
+    store.clusters.set('b', harnessCluster('b'));
+    const source = Object.assign(new FakeAdapter('a'), opts.pushed ? { cachedDigest: (s: ServiceKey) => opts.pushed?.(s.name) } : {});
+    const destination = Object.assign(new FakeAdapter('b'), { connectionBound: async () => opts.pushed !== undefined });
+    for (const name of names) source.put(svc(name), [instance('10.7.0.1')]);
+    store.tasks.set('t', { ...harnessTask({ fullSyncIntervalMs: opts.fullSyncIntervalMs ?? 3_600_000, maxServices: 10_000 }), service: '*' });
+    const registries = new Map<string, FakeAdapter>([['a', source], ['b', destination]]);
+    const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: (spec) => registries.get(spec.id) as FakeAdapter }, logger);
+    const batches: Array<{ reason: string; keys: string[] }> = [];
+    const sink = {
+      depth: 0,
+      depthAsked: 0,
+      async enqueue(k: string, reason: string) {
+        batches.push({ reason, keys: [k] });
+      },
+      async enqueueMany(keys: readonly string[], reason: string) {
+        batches.push({ reason, keys: [...keys] });
+      },
+    };
+    const engine = new SyncEngine({
+      store,
+      adapters,
+      heartbeats: new HeartbeatScheduler({ logger }),
+      logger,
+      queue: {
+        enqueue: (k, reason) => sink.enqueue(k, reason),
+        enqueueMany: (keys, reason) => sink.enqueueMany(keys, reason),
+        depth: async () => {
+          sink.depthAsked += 1;
+          return sink.depth;
+        },
+      },
+      missing: new MemoryMissingServices(),
+    });
+    const full = () => batches.filter((b) => b.reason === 'full');
+    const nameOf = (k: string) => decodeURIComponent(k).split('|')[3] as string;
+    return { store, source, engine, sink, batches, full, nameOf };
+  };
+
+  it('queues a slice at a time, the next once the queues have room, and reaches every service and the ones added since', async () => {
+    const { source, engine, sink, batches, full, nameOf } = setup();
+    try {
+      await engine.start();
+      source.put(svc('zz-added'), [instance('10.7.0.9')]);
+      // The queues are busy: after its first slice the full sync waits for room.
+      sink.depth = 10_000;
+      await engine.resync('t');
+      expect(full().map((b) => b.keys.length)).toEqual([FULL_SYNC_SLICE]);
+      const asked = sink.depthAsked;
+      await vi.waitFor(() => expect(sink.depthAsked).toBeGreaterThan(asked + 1));
+      expect(full()).toHaveLength(1);
+      sink.depth = 0;
+      await vi.waitFor(() => expect(full().flatMap((b) => b.keys)).toHaveLength(SERVICES));
+      for (const b of full()) expect(b.keys.length).toBeLessThanOrEqual(FULL_SYNC_SLICE);
+      expect(full().flatMap((b) => b.keys).map(nameOf).sort()).toEqual(names);
+      // The service that appeared since the task started is started by the full sync's listing, not left for the next.
+      expect(batches.filter((b) => b.reason === 'start').flatMap((b) => b.keys).map(nameOf)).toContain('zz-added');
+    } finally {
+      await engine.stop();
+    }
+  });
+
+  it('reads each slice of statuses at once, queues only what the feeds do not vouch for, and everything at every 10th', async () => {
+    // Every 7th service's pushed list differs from its last status.
+    const changed = new Set(names.filter((_, i) => i % 7 === 0));
+    const { store, engine, full, nameOf } = setup({ pushed: (name) => (changed.has(name) ? 'digest-now' : `digest-${name}`), fullSyncIntervalMs: 20 });
+    for (const name of names) {
+      await store.putServiceStatus('t', { service: svc(name), sourceInstances: 1, destinationInstances: 1, lastSyncAt: null, lagMs: null, lastError: null, problems: [], sourceDigest: `digest-${name}`, held: null });
+    }
+    try {
+      await engine.start();
+      // The 10th full sync reconciles every service, the nine before only the changed ones.
+      await vi.waitFor(() => expect(new Set(full().flatMap((b) => b.keys))).toHaveProperty('size', SERVICES), { timeout: 10_000 });
+      const firstNine = full().slice(0, 9 * Math.ceil(SERVICES / FULL_SYNC_SLICE)).flatMap((b) => b.keys);
+      expect(new Set(firstNine.map(nameOf))).toEqual(changed);
+      for (const b of full()) expect(b.keys.length).toBeLessThanOrEqual(FULL_SYNC_SLICE);
+      // One batch read per slice of a filtered full sync.
+      expect(store.batchReads.slice(0, 3)).toEqual([500, 500, 200]);
+    } finally {
+      await engine.stop();
+    }
+  });
+});
+
+describe('SyncEngine expansions of a `*` task', () => {
+  it('runs at most one listing at a time and one after it, however many list changes come meanwhile', async () => {
+    const store = new MemoryEngineStore();
+    const logger = silentLogger();
+    store.clusters.set('a', harnessCluster('a'));
+    store.clusters.set('b', harnessCluster('b'));
+    let lists = 0;
+    let gate: Promise<void> | undefined;
+    let open: () => void = () => {};
+    const changed = new Set<() => void>();
+    const source = Object.assign(new FakeAdapter('a'), {
+      watchServices: (_scope: unknown, onChange: () => void) => {
+        changed.add(onChange);
+        return () => changed.delete(onChange);
+      },
+    });
+    const list = source.listServices.bind(source);
+    source.listServices = async (scope) => {
+      lists += 1;
+      await gate;
+      return list(scope);
+    };
+    source.put(svc('orders'), [instance('10.7.0.1')]);
+    store.tasks.set('t', { ...harnessTask(), service: '*' });
+    const registries = new Map<string, FakeAdapter>([['a', source], ['b', new FakeAdapter('b')]]);
+    const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: (spec) => registries.get(spec.id) as FakeAdapter }, logger);
+    const started: string[] = [];
+    const engine = new SyncEngine({
+      store,
+      adapters,
+      heartbeats: new HeartbeatScheduler({ logger }),
+      logger,
+      queue: { enqueue: async (k, reason) => void (reason === 'start' && started.push(k)) },
+      missing: new MemoryMissingServices(),
+    });
+    try {
+      await engine.start();
+      expect(lists).toBe(1);
+      // The next listing hangs; ten list changes arrive meanwhile.
+      gate = new Promise<void>((resolve) => (open = resolve));
+      source.put(svc('billing'), [instance('10.7.0.2')]);
+      for (const onChange of changed) onChange();
+      await vi.waitFor(() => expect(lists).toBe(2));
+      for (let i = 0; i < 10; i += 1) for (const onChange of changed) onChange();
+      open();
+      await vi.waitFor(() => expect(started).toContain(key('billing')));
+      await vi.waitFor(() => expect(lists).toBe(3));
+      // Settled: nothing else lists.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(lists).toBe(3);
+      expect(started.filter((k) => k === key('billing'))).toHaveLength(1);
     } finally {
       await engine.stop();
     }

@@ -13,9 +13,10 @@ import {
   type TaskSpec,
 } from '../model/types.js';
 import type { ReconcileReason } from '../model/reconcile-reason.js';
-import type { TaskProblem } from '../model/service-status.js';
-import { filterYielding } from '../util/yielding.js';
-import { ANY, mapService, mappingClashes, serviceFilter } from '../model/task-rules.js';
+import type { ServiceStatus, TaskProblem } from '../model/service-status.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { filterYielding, sliceClock, sortYielding } from '../util/yielding.js';
+import { ANY, mapService, serviceFilter } from '../model/task-rules.js';
 import type { AdapterPool } from './adapter-pool.js';
 import type { TaskControl } from './control.js';
 import { dueForFullSync, FULL_SYNC_VERIFY_EVERY } from './full-sync-filter.js';
@@ -43,7 +44,30 @@ export interface ReconcileSink {
   enqueue(key: string, reason: ReconcileReason, delayMs?: number): Promise<void>;
   /** Many keys at once (batched where the queue can); the engine falls back to `enqueue` per key. */
   enqueueMany?(keys: readonly string[], reason: ReconcileReason): Promise<void>;
+  /** Jobs waiting, delayed or running in a shard; a full sync paces its slices by it (see {@link FULL_SYNC_SLICE}). */
+  depth?(shard: number): Promise<number>;
 }
+
+/** The engine's store; a store that reads many statuses at once serves a full sync's slices with one read each. */
+export type SyncEngineStore = EngineStore & {
+  /** The statuses of `services` of a task, in order (undefined where there is none): one round trip. */
+  getServiceStatuses?(taskId: string, services: readonly ServiceKey[]): Promise<Array<ServiceStatus | undefined>>;
+};
+
+/**
+ * Service syncs a full sync takes at a time: their statuses are read at once (one round trip) and
+ * those due are queued in one batch. The next slice waits until the queues the last one went to
+ * hold at most {@link FULL_SYNC_PACE_DEPTH} jobs each on average, so that a full sync of 100,000
+ * services never queues them all at once: it goes as fast as the workers reconcile, with a slice
+ * or two waiting for them (they never run dry while the walk looks at the depth).
+ */
+export const FULL_SYNC_SLICE = 500;
+/** Jobs per shard the queues of a slice may still hold, on average, when the next slice of a full sync goes out. */
+export const FULL_SYNC_PACE_DEPTH = FULL_SYNC_SLICE;
+/** How often a full sync waiting for room in the queues looks at their depth. */
+const FULL_SYNC_PACE_POLL_MS = 200;
+/** A slice waits at most this long for room (a queue that does not drain, a stuck destination): it goes anyway. */
+const FULL_SYNC_PACE_MAX_WAIT_MS = 10_000;
 
 interface ServiceSync {
   service: ServiceKey;
@@ -64,10 +88,22 @@ interface ActiveTask {
   problem: TaskProblem | null;
   /** Full syncs run so far (every {@link FULL_SYNC_VERIFY_EVERY}-th reconciles everything). */
   fullSyncs?: number;
+  /** The expansion under way, and the one that follows it: at most one runs and one waits (see {@link SyncEngine.expansion}). */
+  expanding?: Promise<string[]> | undefined;
+  nextExpansion?: Promise<string[]> | undefined;
+  /** The full sync walking the task's service syncs (one at a time; see {@link SyncEngine.fullSync}). */
+  fullSyncRun?: FullSyncRun | undefined;
+}
+
+interface FullSyncRun {
+  /** Settles once the first slice is queued (or the full sync ended before one). */
+  started: Promise<void>;
+  /** A resync asked for while this one walks runs after it; resolves once that one started. */
+  after?: { started: Promise<void>; resolve: () => void };
 }
 
 export interface SyncEngineOptions {
-  store: EngineStore;
+  store: SyncEngineStore;
   adapters: AdapterPool;
   queue: ReconcileSink;
   heartbeats: HeartbeatScheduler;
@@ -271,9 +307,12 @@ export class SyncEngine implements TaskControl {
     await this.opts.sets?.refresh(taskKeyPrefix(taskId));
   }
 
+  /**
+   * Asked for: every service is reconciled, whatever the feeds say. Answers once the first slice is
+   * queued; the rest follows at the pace of the queues (a full sync under way finishes first).
+   */
   async resync(taskId: string): Promise<void> {
     const active = this.active.get(taskId);
-    // Asked for: every service is reconciled, whatever the feeds say.
     if (active) await this.fullSync(active, true);
   }
 
@@ -376,21 +415,18 @@ export class SyncEngine implements TaskControl {
     const active: ActiveTask = {
       task,
       services: new Map(),
-      timer: setInterval(() => void this.fullSync(active).catch((err: unknown) => this.log.warn({ err, task: task.id }, 'full sync failed')), interval),
+      timer: setInterval(() => void this.fullSync(active), interval),
       problem: null,
     };
     active.timer.unref();
     this.active.set(task.id, active);
-    let added: string[] = [];
     try {
-      added = await this.expand(active);
-      await this.opts.store.setTaskError(task.id, active.problem);
+      await this.expansion(active);
     } catch (err) {
       const message = `cannot start: ${err instanceof Error ? err.message : String(err)}`;
       this.log.warn({ err, task: task.id }, 'task cannot start yet; retrying at the next full sync');
       await this.opts.store.setTaskError(task.id, err instanceof SourceListError ? { code: 'source_unlisted', cluster: task.source, message } : { code: 'task_unstartable', message });
     }
-    await this.startSyncs(added);
   }
 
   /** The service syncs of a task in the shards this process leads. */
@@ -431,13 +467,51 @@ export class SyncEngine implements TaskControl {
   }
 
   /**
+   * Runs {@link expand} with what follows it (the task's error set, the new service syncs queued):
+   * at most one expansion of a task runs at a time and at most one more waits; every call made while
+   * one runs shares the waiting one, which lists the source afresh once the running one ended. So a
+   * burst of list changes (a source that tells of every new service) costs two expansions, not one
+   * each. Answers the keys that started being watched.
+   */
+  private expansion(active: ActiveTask): Promise<string[]> {
+    if (active.nextExpansion) return active.nextExpansion;
+    if (active.expanding) {
+      const next = active.expanding
+        .catch(() => [])
+        .then(() => {
+          active.nextExpansion = undefined;
+          return this.runExpansion(active);
+        });
+      active.nextExpansion = next;
+      return next;
+    }
+    return this.runExpansion(active);
+  }
+
+  private runExpansion(active: ActiveTask): Promise<string[]> {
+    const run = (async () => {
+      const added = await this.expand(active);
+      if (this.active.get(active.task.id) !== active) return [];
+      await this.opts.store.setTaskError(active.task.id, active.problem);
+      await this.startSyncs(added);
+      return added;
+    })().finally(() => {
+      if (active.expanding === run) active.expanding = undefined;
+    });
+    active.expanding = run;
+    return run;
+  }
+
+  /**
    * Makes the known services match the task (one service, or those its name stands for in the
    * source (`RegistryAdapter.expandService`), or every service for `*` that its
    * include and exclude patterns let through, in every group and namespace for `*` there) and
    * watches those in led shards; answers the keys that started being watched. Services beyond
    * `maxServices`, and services whose mapped name another one already takes, are left out and named
    * in {@link ActiveTask.problem}. A service the source stopped listing is dropped once a list
-   * `confirmMs` later still misses it; its last reconcile removes its copies.
+   * `confirmMs` later still misses it; its last reconcile removes its copies. Every loop over the
+   * listed services gives the event loop back every few milliseconds (100,000 services never stall
+   * the process); run it through {@link expansion}, which keeps two from interleaving.
    */
   private async expand(active: ActiveTask): Promise<string[]> {
     const { task } = active;
@@ -450,9 +524,9 @@ export class SyncEngine implements TaskControl {
     // restricted to them; a task renaming its service copies that one service.
     const fansOut = !wildcard && source.expandService !== undefined && !Object.hasOwn(task.options.mapping?.rename ?? {}, task.service);
     const listed = wildcard
-      ? (await filterYielding(await fromSource(() => source.listServices(scope)), (s) => keep(s.name))).sort(compareServiceKeys)
+      ? await sortYielding(await filterYielding(await fromSource(() => source.listServices(scope)), (s) => keep(s.name)), compareServiceKeys)
       : fansOut
-        ? ((await fromSource(async () => source.expandService?.(named))) ?? []).sort(compareServiceKeys)
+        ? await sortYielding((await fromSource(async () => source.expandService?.(named))) ?? [], compareServiceKeys)
         : [named];
     if (this.active.get(task.id) !== active) return [];
     if (wildcard && !active.unwatchServices && source.watchServices) {
@@ -462,17 +536,25 @@ export class SyncEngine implements TaskControl {
     if (fansOut && !active.unwatchServices && source.watchExpansion) active.unwatchServices = source.watchExpansion(named, () => this.refreshServices(active));
     const problems: string[] = [];
     const clashing = new Set<string>();
-    for (const [target, sources] of mappingClashes(listed, task.options.mapping)) {
+    for (const [target, sources] of await clashesYielding(listed, task.options.mapping)) {
       for (const s of sources.slice(1)) clashing.add(serviceKeyString(s));
       problems.push(`${sources.map(serviceKeyString).join(' and ')} would all be copied to ${target}; only the first is synced`);
     }
+    if (this.active.get(task.id) !== active) return [];
     const maxServices = task.options.maxServices ?? DEFAULT_MAX_SERVICES;
     let over = 0;
     const added: string[] = [];
     const present = new Set<string>();
+    const clock = sliceClock();
     for (const service of listed) {
+      const wait = clock.pause();
+      if (wait) {
+        await wait;
+        // Stopped meanwhile: what was watched so far was unwatched with the task.
+        if (this.active.get(task.id) !== active) return [];
+      }
       const key = serviceSyncKey({ taskId: task.id, service });
-      if (clashing.has(serviceKeyString(service))) continue;
+      if (clashing.size > 0 && clashing.has(serviceKeyString(service))) continue;
       present.add(key);
       let sync = active.services.get(key);
       if (!sync) {
@@ -499,7 +581,7 @@ export class SyncEngine implements TaskControl {
    * reconcile removes the copies. Lists again once the earliest unconfirmed mark is due.
    */
   private async dropMissing(active: ActiveTask, present: ReadonlySet<string>): Promise<void> {
-    const absent = [...active.services.keys()].filter((key) => !present.has(key));
+    const absent = await filterYielding([...active.services.keys()], (key) => !present.has(key));
     const now = Date.now();
     const marks = await this.opts.missing.note(active.task.id, present, absent, now);
     if (this.active.get(active.task.id) !== active) return;
@@ -534,55 +616,128 @@ export class SyncEngine implements TaskControl {
     return this.opts.confirmMs ?? 3000;
   }
 
-  /** Lists a `*` task's services again (the source's list changed, or a missing service is due for a recheck). */
+  /** Lists a `*` task's services again (the source's list changed, or a missing service is due for a recheck); coalesced (see {@link expansion}). */
   private refreshServices(active: ActiveTask): void {
     if (this.active.get(active.task.id) !== active) return;
-    void this.expand(active)
-      .then(async (added) => {
-        await this.opts.store.setTaskError(active.task.id, active.problem);
-        await this.startSyncs(added);
-      })
-      .catch((err: unknown) => this.log.warn({ err, task: active.task.id }, 'service list refresh failed'));
+    void this.expansion(active).catch((err: unknown) => this.log.warn({ err, task: active.task.id }, 'service list refresh failed'));
   }
 
-  private async fullSync(active: ActiveTask, everything = false): Promise<void> {
-    if (this.active.get(active.task.id) !== active) return;
+  /**
+   * A full sync: lists the source again (picking up new services and dropping confirmed missing
+   * ones), then walks the service syncs of the led shards in slices of {@link FULL_SYNC_SLICE}
+   * (each slice's statuses read at once, its due keys queued in one batch, paced by the queues'
+   * depth). One full sync of a task walks at a time: a periodic one due meanwhile is dropped, a
+   * resync runs after it (several merged into one). Settles once the first slice is queued.
+   */
+  private fullSync(active: ActiveTask, everything = false): Promise<void> {
+    if (this.active.get(active.task.id) !== active) return Promise.resolve();
+    const running = active.fullSyncRun;
+    if (running) {
+      // The periodic one finds the walk still under way: it is that walk.
+      if (!everything) return Promise.resolve();
+      if (!running.after) {
+        let resolve: () => void = () => {};
+        const started = new Promise<void>((r) => (resolve = r));
+        running.after = { started, resolve };
+      }
+      return running.after.started;
+    }
+    let markStarted: () => void = () => {};
+    const run: FullSyncRun = { started: new Promise<void>((resolve) => (markStarted = resolve)) };
+    active.fullSyncRun = run;
+    void this.walkFullSync(active, everything, markStarted)
+      .catch((err: unknown) => this.log.warn({ err, task: active.task.id }, 'full sync failed'))
+      .finally(() => {
+        markStarted();
+        if (active.fullSyncRun === run) active.fullSyncRun = undefined;
+        const after = run.after;
+        if (after) void this.fullSync(active, true).then(after.resolve);
+      });
+    return run.started;
+  }
+
+  private async walkFullSync(active: ActiveTask, everything: boolean, started: () => void): Promise<void> {
     let added: string[] = [];
     try {
-      added = await this.expand(active);
-      await this.opts.store.setTaskError(active.task.id, active.problem);
+      added = await this.expansion(active);
     } catch (err) {
       const message = `cannot list services: ${err instanceof Error ? err.message : String(err)}`;
       await this.opts.store.setTaskError(active.task.id, err instanceof SourceListError ? { code: 'source_unlisted', cluster: active.task.source, message } : { code: 'task_unstartable', message });
     }
-    await this.startSyncs(added);
+    if (this.active.get(active.task.id) !== active) return;
     const fresh = new Set(added);
-    const keys = this.ledKeys(active).filter((k) => !fresh.has(k));
-    await this.enqueueAll(everything ? keys : await this.fullSyncDue(active, keys), 'full');
+    const keys = await filterYielding(this.ledKeys(active), (k) => !fresh.has(k));
+    if (keys.length === 0) return;
+    const due = everything ? undefined : await this.fullSyncFilter(active);
+    let shards = new Set<number>();
+    for (let at = 0; at < keys.length; at += FULL_SYNC_SLICE) {
+      if (at > 0) await this.paceFullSync(active, shards);
+      if (this.active.get(active.task.id) !== active) return;
+      // Services dropped and shards given up since the walk began are left out.
+      const slice = keys.slice(at, at + FULL_SYNC_SLICE).filter((key) => {
+        const sync = active.services.get(key);
+        return sync !== undefined && this.leads(sync.shard);
+      });
+      const queued = due ? await due(slice) : slice;
+      shards = new Set(queued.map((key) => active.services.get(key)?.shard ?? this.shardOf(key)));
+      await this.enqueueAll(queued, 'full');
+      started();
+    }
   }
 
-  /** The keys of a full sync that need a reconcile (see {@link dueForFullSync}): all, unless the feeds vouch for some. */
-  private async fullSyncDue(active: ActiveTask, keys: string[]): Promise<string[]> {
-    if (keys.length === 0) return keys;
+  /**
+   * Waits (polling the queues' depth) until the shards the last slice went to hold at most
+   * {@link FULL_SYNC_PACE_DEPTH} jobs each on average, or {@link FULL_SYNC_PACE_MAX_WAIT_MS};
+   * without a depth to ask (a queue that cannot tell), the next slice follows after a turn of the
+   * event loop.
+   */
+  private async paceFullSync(active: ActiveTask, shards: ReadonlySet<number>): Promise<void> {
+    const { queue } = this.opts;
+    await sleep(0);
+    if (!queue.depth || shards.size === 0) return;
+    const until = Date.now() + FULL_SYNC_PACE_MAX_WAIT_MS;
+    for (;;) {
+      let depth = 0;
+      try {
+        for (const depths of await Promise.all([...shards].map((shard) => queue.depth?.(shard) ?? 0))) depth += depths;
+      } catch {
+        return;
+      }
+      if (depth <= FULL_SYNC_PACE_DEPTH * shards.size || Date.now() >= until || this.active.get(active.task.id) !== active) return;
+      await sleep(FULL_SYNC_PACE_POLL_MS);
+    }
+  }
+
+  /**
+   * Which keys of a slice of a full sync need a reconcile (see {@link dueForFullSync}): all, unless
+   * the feeds vouch for some. Counts the full sync (every {@link FULL_SYNC_VERIFY_EVERY}-th verifies).
+   */
+  private async fullSyncFilter(active: ActiveTask): Promise<((slice: string[]) => Promise<string[]>) | undefined> {
     active.fullSyncs = (active.fullSyncs ?? 0) + 1;
     const { task } = active;
+    const verify = active.fullSyncs % FULL_SYNC_VERIFY_EVERY === 0;
+    const { store } = this.opts;
     try {
       const [source, destination] = await Promise.all([this.opts.adapters.get(task.source), this.opts.adapters.get(task.destination)]);
-      if (!source.cachedDigest) return keys;
-      const { due, skipped } = await dueForFullSync({
-        taskId: task.id,
-        keys,
-        serviceOf: (key) => active.services.get(key)?.service,
-        source,
-        destinationBound: (await destination.connectionBound?.()) ?? false,
-        verify: active.fullSyncs % FULL_SYNC_VERIFY_EVERY === 0,
-        status: (taskId, service) => this.opts.store.getServiceStatus(taskId, service),
-      });
-      if (skipped > 0) this.log.debug({ task: task.id, due: due.length, skipped }, 'full sync: services whose pushed source is unchanged left out');
-      return due;
+      if (!source.cachedDigest || verify) return undefined;
+      const destinationBound = (await destination.connectionBound?.()) ?? false;
+      if (!destinationBound) return undefined;
+      const statuses = store.getServiceStatuses
+        ? (taskId: string, services: readonly ServiceKey[]) => (store.getServiceStatuses as NonNullable<SyncEngineStore['getServiceStatuses']>).call(store, taskId, services)
+        : (taskId: string, services: readonly ServiceKey[]) => Promise.all(services.map((s) => store.getServiceStatus(taskId, s)));
+      return async (slice) => {
+        try {
+          const { due, skipped } = await dueForFullSync({ taskId: task.id, keys: slice, serviceOf: (key) => active.services.get(key)?.service, source, destinationBound, verify, statuses });
+          if (skipped > 0) this.log.debug({ task: task.id, due: due.length, skipped }, 'full sync: services whose pushed source is unchanged left out');
+          return due;
+        } catch (err) {
+          this.log.debug({ err, task: task.id }, 'full sync filter unavailable; reconciling every service of the slice');
+          return slice;
+        }
+      };
     } catch (err) {
       this.log.debug({ err, task: task.id }, 'full sync filter unavailable; reconciling every service');
-      return keys;
+      return undefined;
     }
   }
 
@@ -603,6 +758,26 @@ export class SyncEngine implements TaskControl {
     for (const { unwatch } of active.services.values()) unwatch?.();
     this.opts.heartbeats.clearPrefix(taskKeyPrefix(taskId));
   }
+}
+
+/**
+ * `mappingClashes` (task-rules) giving the event loop back every few milliseconds: the mapped
+ * names that several listed services would take, with those services in list order.
+ */
+async function clashesYielding(services: readonly ServiceKey[], mapping: TaskSpec['options']['mapping']): Promise<Map<string, ServiceKey[]>> {
+  const byTarget = new Map<string, ServiceKey[]>();
+  if (mapping === undefined) return byTarget;
+  const clock = sliceClock();
+  for (const service of services) {
+    const target = serviceKeyString(mapService(service, mapping));
+    const list = byTarget.get(target);
+    if (list) list.push(service);
+    else byTarget.set(target, [service]);
+    const wait = clock.pause();
+    if (wait) await wait;
+  }
+  for (const [target, list] of byTarget) if (list.length < 2) byTarget.delete(target);
+  return byTarget;
 }
 
 /** A failure to get a task's services from its source (its adapter, or the list itself). */

@@ -247,6 +247,15 @@ describe('status', () => {
 
     expect(await store.getServiceStatus('t1', { namespace: 'dev', group: 'G', name: 'b' })).toEqual(listed[0]);
     expect(await store.getServiceStatus('t1', { namespace: 'dev', group: 'G', name: 'nope' })).toBeUndefined();
+    // Many at once (one HMGET), in the order asked, undefined where there is none.
+    expect(
+      await store.getServiceStatuses('t1', [
+        { namespace: 'public', group: 'DEFAULT_GROUP', name: 'zeta' },
+        { namespace: 'dev', group: 'G', name: 'nope' },
+        { namespace: 'dev', group: 'G', name: 'b' },
+      ]),
+    ).toEqual([listed[2], undefined, listed[0]]);
+    expect(await store.getServiceStatuses('t1', [])).toEqual([]);
     await store.putServiceStatus('t1', status('digested', { sourceDigest: 'abc' }));
     expect((await store.getServiceStatus('t1', { namespace: 'public', group: 'DEFAULT_GROUP', name: 'digested' }))?.sourceDigest).toBe('abc');
     await store.deleteServiceStatus('t1', { namespace: 'public', group: 'DEFAULT_GROUP', name: 'digested' });
@@ -317,6 +326,33 @@ describe('corrupt records', () => {
     await expect(store.getTask('t2')).rejects.toBeInstanceOf(StoreError);
     await redis.set(`${prefix}:cluster:c1`, JSON.stringify(cluster('c1', { labels: { n: 1 } as never })));
     await expect(store.getCluster('c1')).rejects.toBeInstanceOf(StoreError);
+  });
+
+  it('writes the statuses of one turn with one script per task, and keeps a write then a delete in that order', async () => {
+    await store.createTask(task('t1'));
+    await store.createTask(task('t2'));
+    const scripts = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0) + Number(/cmdstat_eval:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+    const before = await scripts();
+    const names = Array.from({ length: 40 }, (_, i) => `s${i}`);
+    await Promise.all([
+      ...names.map((name) => store.putServiceStatus('t1', status(name))),
+      store.putServiceStatus('t2', status('only')),
+      // A task that does not exist gets no status.
+      store.putServiceStatus('gone', status('x')),
+      // Named twice in one turn: the last write wins.
+      store.putServiceStatus('t1', status('s0', { sourceInstances: 9 })),
+    ]);
+    expect(await scripts()).toBe(before + 3);
+    const listed = await store.listServiceStatus('t1');
+    expect(listed.map((s) => s.service.name).sort()).toEqual([...names].sort());
+    expect(listed.find((s) => s.service.name === 's0')?.sourceInstances).toBe(9);
+    expect((await store.listServiceStatus('t2')).map((s) => s.service.name)).toEqual(['only']);
+    expect(await redis.exists(`${prefix}:task-status:gone`)).toBe(0);
+
+    const written = store.putServiceStatus('t1', status('late'));
+    await store.deleteServiceStatus('t1', status('late').service);
+    await written;
+    expect(await store.getServiceStatus('t1', status('late').service)).toBeUndefined();
   });
 
   it('throws for a corrupt service status, naming key and field', async () => {

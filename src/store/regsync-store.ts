@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { MAX_HELD_ADDRESSES, compareServiceKeys, type ClusterSpec, type HeldDeletion, type ServiceKey, type TaskOptions, type TaskSpec, type TaskState } from '../model/index.js';
 import { compareStrings, isClusterSpec, isGuardState, isServiceStatus, isTaskSpec, parseRecord } from './records.js';
-import { CREATE_TASKS, DELETE_TASK, PUT_CLUSTER, PUT_STATUS_IF_TASK, REPLACE_CLUSTER_IF, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
+import { CREATE_TASKS, DELETE_TASK, PUT_CLUSTER, PUT_STATUS_IF_TASK, PUT_STATUSES_IF_TASK, REPLACE_CLUSTER_IF, SET_ERROR_IF_TASK, WRITE_TASK } from './scripts.js';
 import { SecretBox, type SecretPlace } from '../secrets/secret-box.js';
 import type { GuardState, ServiceStatus, SkippedCounts, TaskProblem, WarmupHold } from '../model/service-status.js';
 import { rememberSecrets } from '../log.js';
@@ -31,6 +31,15 @@ export interface VersionedTask {
 
 /** How often {@link RegsyncStore.setTaskState} re-reads after losing a race before giving up. */
 const MAX_CAS_ATTEMPTS = 20;
+
+/** Statuses of one task written by one script at most (each is two script arguments, well within Lua's stack). */
+const STATUS_BATCH_MAX = 256;
+
+/** Status writes waiting for the end of the event-loop turn: per task, field/value pairs and their writers. */
+interface StatusBatch {
+  byTask: Map<string, { args: string[]; waiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> }>;
+  timer: NodeJS.Immediate;
+}
 
 /**
  * Clusters, tasks and per-service status in Redis: the durable state every regsync process shares.
@@ -62,6 +71,8 @@ export class RegsyncStore {
    * @param prefix key prefix, so that several installations (or tests) can share one Redis
    * @param secrets encrypts and decrypts cluster secrets; default none (stored as given)
    */
+  private statusBatch: StatusBatch | undefined;
+
   constructor(
     private readonly redis: Redis,
     private readonly prefix = 'regsync',
@@ -261,6 +272,7 @@ export class RegsyncStore {
 
   /** Deletes a task with its service statuses and task error; false when there was none. */
   async deleteTask(id: string): Promise<boolean> {
+    this.flushStatuses();
     const reply = await evalScript(
       this.redis,
       DELETE_TASK,
@@ -311,23 +323,55 @@ export class RegsyncStore {
   /**
    * Records the status of one service of a task, replacing the previous one. Writes nothing when
    * the task does not exist, so that a reconcile finishing after a delete leaves no orphan status
-   * behind. Resolves to nothing (the engine's `EngineStore` contract); read back to tell.
+   * behind. Resolves to nothing (the engine's `EngineStore` contract); read back to tell. Writes
+   * made in one turn of the event loop go out together (see {@link flushStatuses}); each resolves
+   * once its batch is written.
    */
-  async putServiceStatus(taskId: string, status: ServiceStatus): Promise<void> {
+  putServiceStatus(taskId: string, status: ServiceStatus): Promise<void> {
     const stored = storedStatus(status);
-    await evalScript(
-      this.redis,
-      PUT_STATUS_IF_TASK,
-      2,
-      this.taskKey(taskId),
-      this.statusKey(taskId),
-      statusField(stored.service),
-      JSON.stringify(stored),
-    );
+    let batch = this.statusBatch;
+    if (!batch) {
+      batch = { byTask: new Map(), timer: setImmediate(() => this.flushStatuses()) };
+      this.statusBatch = batch;
+    }
+    let entry = batch.byTask.get(taskId);
+    if (!entry) {
+      entry = { args: [], waiters: [] };
+      batch.byTask.set(taskId, entry);
+    }
+    entry.args.push(statusField(stored.service), JSON.stringify(stored));
+    const written = new Promise<void>((resolve, reject) => entry.waiters.push({ resolve, reject }));
+    if (entry.waiters.length >= STATUS_BATCH_MAX) this.flushStatuses();
+    return written;
+  }
+
+  /**
+   * Sends the status writes made since the last turn of the event loop: one script per task
+   * (`PUT_STATUSES_IF_TASK`), so that reconciles finishing together cost one write, not one each.
+   * Every other use of the status hashes sends them first, so that commands reach Redis in the
+   * order they were made (a write then a delete of the same status ends deleted).
+   */
+  private flushStatuses(): void {
+    const batch = this.statusBatch;
+    if (!batch) return;
+    this.statusBatch = undefined;
+    clearImmediate(batch.timer);
+    for (const [taskId, { args, waiters }] of batch.byTask) {
+      // evalScript sends its command before its first await: the order of the writes holds.
+      evalScript(this.redis, PUT_STATUSES_IF_TASK, 2, this.taskKey(taskId), this.statusKey(taskId), ...args).then(
+        () => {
+          for (const w of waiters) w.resolve();
+        },
+        (err: unknown) => {
+          for (const w of waiters) w.reject(err);
+        },
+      );
+    }
   }
 
   /** Statuses of every service of a task, sorted by namespace, group and name; empty for an unknown task. */
   async listServiceStatus(taskId: string): Promise<ServiceStatus[]> {
+    this.flushStatuses();
     const key = this.statusKey(taskId);
     const fields = await this.redis.hgetall(key);
     const statuses = Object.entries(fields).map(([field, raw]) =>
@@ -338,14 +382,29 @@ export class RegsyncStore {
 
   /** The status of one service of a task, if there is one. */
   async getServiceStatus(taskId: string, service: ServiceKey): Promise<ServiceStatus | undefined> {
+    this.flushStatuses();
     const key = this.statusKey(taskId);
     const field = statusField(service);
     const raw = await this.redis.hget(key, field);
     return raw === null ? undefined : parseRecord(`${key} field ${field}`, raw, 'service status', isServiceStatus);
   }
 
+  /**
+   * The statuses of many services of a task, in the order asked (undefined where there is none):
+   * one HMGET, so that a full sync reads a slice of statuses in one round trip.
+   */
+  async getServiceStatuses(taskId: string, services: readonly ServiceKey[]): Promise<Array<ServiceStatus | undefined>> {
+    if (services.length === 0) return [];
+    this.flushStatuses();
+    const key = this.statusKey(taskId);
+    const fields = services.map(statusField);
+    const raws = await this.redis.hmget(key, ...fields);
+    return raws.map((raw, i) => (raw === null ? undefined : parseRecord(`${key} field ${fields[i]}`, raw, 'service status', isServiceStatus)));
+  }
+
   /** The service sync keys (see `serviceSyncKey`) of every service with a status in a task; cheap (field names only). */
   async statusKeys(taskId: string): Promise<string[]> {
+    this.flushStatuses();
     const fields = await this.redis.hkeys(this.statusKey(taskId));
     // Both are the same encoded components, joined differently.
     return fields.map((field) => `${encodeURIComponent(taskId)}|${field.split('/').join('|')}`);
@@ -353,6 +412,7 @@ export class RegsyncStore {
 
   /** Forgets one service's status (the service vanished from a `*` task); a no-op when there is none. */
   async deleteServiceStatus(taskId: string, service: ServiceKey): Promise<void> {
+    this.flushStatuses();
     await this.redis.hdel(this.statusKey(taskId), statusField(service));
   }
 

@@ -104,6 +104,19 @@ return existed
 `;
 
 /**
+ * Sets many fields of a task's status hash at once (ARGV: field, value, field, value, ...; a field
+ * named twice takes its last value), only while the task exists: the statuses of one task written
+ * in one event-loop turn go out as one script. Returns 1 when written, 0 when the task is gone.
+ *
+ * KEYS: task record, status hash.
+ */
+export const PUT_STATUSES_IF_TASK = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[2], unpack(ARGV))
+return 1
+`;
+
+/**
  * Sets one field of a task's status hash, only while the task exists, so that a reconcile that
  * finishes after the task was deleted cannot leave status behind.
  *

@@ -123,6 +123,11 @@ export class TestGrpcClient {
     });
   }
 
+  /** Writes a message on the bi-stream: an answer given later than its request (a slow SDK). */
+  write(type: string, body: Record<string, unknown>): void {
+    this.stream?.write(toPayload(type, body));
+  }
+
   /** Pushes received for a service, newest last. */
   pushes(service: string): Array<Record<string, unknown>> {
     return this.received

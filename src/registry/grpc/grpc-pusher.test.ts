@@ -125,6 +125,37 @@ describe('embedded registry gRPC: subscribe and push', () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
+  it('waits for a subscriber that answers late instead of pushing again into its backlog', async () => {
+    // Ack timeout 400 ms; retries after 20 ms: without patience every push would go out again.
+    const slow = await startRegistry({ port: 0, grpc: { pushMergeWindowMs: 20, pushAckTimeoutMs: 400, pushRetryDelayMs: 20, pushMaxAttempts: 3 } });
+    try {
+      const publisher = await TestGrpcClient.connect(slow.grpcEndpoint as string);
+      const subscriber = await TestGrpcClient.connect(slow.grpcEndpoint as string);
+      clients.push(publisher, subscriber);
+      const services = ['late-1', 'late-2', 'late-3'];
+      for (const name of services) {
+        await publisher.naming('BatchInstanceRequest', name, { type: 'batchRegisterInstance', instances: [wireHost('10.5.0.1', 80)] });
+      }
+      const held: Array<Record<string, unknown>> = [];
+      subscriber.answer = (request) => {
+        held.push(request.body);
+        return undefined;
+      };
+      for (const name of services) await subscriber.naming('SubscribeServiceRequest', name, { subscribe: true, clusters: '' });
+      // Every push is overdue (or, without patience, already sent again) before any answer comes.
+      await waitUntil(() => {
+        const st = slow.grpc?.stats();
+        return (st?.pushesRetried ?? 0) > 0 || (st?.pushesLate ?? 0) >= services.length;
+      }, { message: 'pushes overdue' });
+      for (const body of held.splice(0)) subscriber.write('NotifySubscriberResponse', { resultCode: 200, errorCode: 0, requestId: body.requestId, success: true });
+      await waitUntil(() => (slow.grpc?.stats().pushesAcked ?? 0) >= services.length, { message: 'late answers counted' });
+      expect(slow.grpc?.stats()).toMatchObject({ pushesSent: services.length, pushesRetried: 0, pushesFailed: 0 });
+      for (const name of services) expect(subscriber.pushes(name)).toHaveLength(1);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('applies the service label selector with the connection clientIp as the consumer', async () => {
     const selector = JSON.stringify({ type: 'label', expression: 'CONSUMER.label.site = PROVIDER.label.site' });
     const created = await http('POST', '/nacos/v1/ns/service', { serviceName: 'sited', selector });

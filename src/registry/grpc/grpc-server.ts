@@ -54,6 +54,8 @@ export interface GrpcServerStats {
   pushesAcked: number;
   pushesRetried: number;
   pushesFailed: number;
+  /** Pushes unanswered after the ack timeout (answered later, sent again or given up). */
+  pushesLate: number;
   /** Unary requests from registered connections, by `metadata.type` (the bench and tests count what clients cost). */
   requests: Record<string, number>;
 }
@@ -205,6 +207,7 @@ export async function startGrpcServer(ctx: GrpcServerContext, host: string, port
         pushesAcked: push.acked,
         pushesRetried: push.retried,
         pushesFailed: push.failed,
+        pushesLate: push.late,
         requests: Object.fromEntries(requests),
       };
     },
