@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
 import type { ReadPayload } from '../../../adapters/nacos/grpc/payload.js';
-import { ERROR_RESPONSE, failBody, NACOS_CODE, okBody, REQUEST, RESPONSE_OF, type ResponseBody } from '../../../adapters/nacos/grpc/messages.js';
+import { ERROR_RESPONSE, failBody, NACOS_CODE, okBody, REQUEST, RESPONSE_OF, WATCH_TYPE, type ResponseBody } from '../../../adapters/nacos/grpc/messages.js';
 import type { RegistryAuth } from '../auth.js';
 import { groupedName, NamingError, type NamingStore } from '../naming-store.js';
 import type { GrpcConnection } from './connection.js';
+import type { FuzzyWatchHub } from './fuzzy-watch.js';
 import type { GrpcPusher } from './grpc-pusher.js';
 import { GrpcRequestError } from './grpc-request-error.js';
 import { readInstance, readInstances, readServiceRef } from './naming-input.js';
@@ -14,6 +15,8 @@ export interface NamingHandlerContext {
   pusher: GrpcPusher;
   auth: RegistryAuth;
   log: Logger;
+  /** Fuzzy watch (Nacos 3.x); undefined when the registry does not serve it, as a Nacos 2.x server (302, no handler). */
+  fuzzy: FuzzyWatchHub | undefined;
 }
 
 /** An answer: the response class and its body. */
@@ -100,6 +103,23 @@ const HANDLERS: Readonly<Record<string, NamingHandler>> = {
       return { count: names.length, serviceNames: names.slice((pageNo - 1) * pageSize, pageNo * pageSize) };
     },
   },
+  [REQUEST.fuzzyWatch]: {
+    // Nacos keys fuzzy watches by connection id, naming client or not.
+    ownsState: false,
+    handle(ctx, connection, body) {
+      const fuzzy = ctx.fuzzy as FuzzyWatchHub;
+      const pattern = body.groupKeyPattern;
+      if (typeof pattern !== 'string' || pattern === '') throw new GrpcRequestError(400, 'groupKeyPattern is required');
+      if (body.watchType === WATCH_TYPE.cancel) {
+        fuzzy.cancel(connection, pattern);
+        return {};
+      }
+      if (body.watchType !== WATCH_TYPE.watch) throw new GrpcRequestError(400, `Unsupported request type ${String(body.watchType)}`);
+      const received = Array.isArray(body.receivedGroupKeys) ? body.receivedGroupKeys.filter((k): k is string => typeof k === 'string') : [];
+      fuzzy.watch(connection, pattern, received, body.initializing === true);
+      return {};
+    },
+  },
 };
 
 /** Whether `type` is a naming request class the server handles. */
@@ -116,7 +136,7 @@ export function isNamingRequest(type: string): boolean {
 export function handleNaming(ctx: NamingHandlerContext, connection: GrpcConnection, request: ReadPayload): GrpcAnswer {
   const handler = HANDLERS[request.type];
   const type = RESPONSE_OF[request.type] ?? ERROR_RESPONSE;
-  if (!handler) return { type: ERROR_RESPONSE, body: failBody(NACOS_CODE.noHandler, 'RequestHandler Not Found') };
+  if (!handler || (request.type === REQUEST.fuzzyWatch && !ctx.fuzzy)) return { type: ERROR_RESPONSE, body: failBody(NACOS_CODE.noHandler, 'RequestHandler Not Found') };
   try {
     authorize(ctx.auth, request.headers);
     if (handler.ownsState && !connection.isNaming) {
