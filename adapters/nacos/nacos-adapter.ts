@@ -84,7 +84,8 @@ export interface NacosAdapterStats {
  * per endpoint, one bound on HTTP requests in flight, one login, one UDP push socket.
  *
  * Deliberately left out: service metadata and selectors, health-check settings. gRPC lists one
- * group of one namespace at a time, so `*` scopes are listed over HTTP. A v1 reader does not see
+ * group of one namespace at a time, so `*` scopes are listed over HTTP, unless a Nacos 3.x fuzzy
+ * watch of the scope holds them (see {@link watchServices}). A v1 reader does not see
  * disabled instances (the v1 list leaves them out), and neither does a gRPC reader (Nacos leaves
  * them out of subscriptions and queries), so a copy of a disabled instance is not made from such a
  * source, and a disabled copy in such a destination looks absent.
@@ -195,7 +196,8 @@ export class NacosAdapter implements RegistryAdapter {
    * `GET /nacos/v1/ns/catalog/services`; v3: the admin service list without a group filter). Keys
    * carry the real namespace (`public` for the public one) and group of each service under a `*`,
    * and the scope's own values otherwise. Rejects when any list fails (never a partial answer); an
-   * error of a list only a `*` needs says so.
+   * error of a list only a `*` needs says so. A scope whose fuzzy watch is complete (see
+   * {@link watchServices}) is answered from the pushed set, with no request.
    */
   async listServices(scope: { namespace: string; group: string }): Promise<ServiceKey[]> {
     // A scope watched by fuzzy watch, its pushed set complete: no request at all.
