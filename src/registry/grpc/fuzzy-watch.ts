@@ -43,7 +43,12 @@ interface PatternState {
   parsed: FuzzyPattern;
   matched: Set<string>;
   watchers: Map<string, GrpcConnection>;
+  /** Settles once the first scan of the namespace is done. */
+  filled: Promise<void>;
 }
+
+/** Services scanned per event-loop turn when a new pattern builds its matched set. */
+const SCAN_SLICE = 5_000;
 
 interface Outgoing {
   type: string;
@@ -53,12 +58,17 @@ interface Outgoing {
   acked?: () => void;
 }
 
-/** What one connection has waiting: change notifies being merged, requests queued or in flight. */
+/** Requests made one at a time as the connection takes them: a sync of 100,000 keys is not built at once. */
+interface Job {
+  next(): Outgoing | undefined;
+}
+
+/** What one connection has waiting: change notifies being merged, jobs queued, requests in flight. */
 interface Outbox {
   connection: GrpcConnection;
   changes: Map<string, string>;
   timer: NodeJS.Timeout | undefined;
-  queue: Outgoing[];
+  queue: Job[];
   inFlight: number;
 }
 
@@ -121,8 +131,9 @@ export class FuzzyWatchHub {
    * and sends the sync. Throws {@link GrpcRequestError} 50310 when the pattern is new and the
    * registry holds `maxPatterns` already (nothing changes), 50311 when the matched set is at its cap
    * (the watch stays and the capped sync goes out, as Nacos does), 400 for a malformed pattern.
+   * A new pattern scans its namespace a slice per event-loop turn before the sync is made.
    */
-  watch(connection: GrpcConnection, text: string, receivedKeys: readonly string[], initializing: boolean): void {
+  async watch(connection: GrpcConnection, text: string, receivedKeys: readonly string[], initializing: boolean): Promise<void> {
     let state = this.patterns.get(text);
     if (!state) {
       const parsed = parseFuzzyPattern(text);
@@ -131,8 +142,10 @@ export class FuzzyWatchHub {
         this.log.warn({ pattern: text, patterns: this.patterns.size }, 'fuzzy watch refused: pattern count at its limit');
         throw new GrpcRequestError(FUZZY_LIMIT.patterns.code, FUZZY_LIMIT.patterns.message);
       }
-      state = { text, parsed, matched: new Set(), watchers: new Map() };
-      this.fill(state);
+      const created: PatternState = { text, parsed, matched: new Set(), watchers: new Map(), filled: Promise.resolve() };
+      // Changes while the scan runs apply to the set as they come (see serviceChanged); the scan adds the rest.
+      created.filled = this.fillInSlices(created);
+      state = created;
       this.patterns.set(text, state);
       let inNamespace = this.byNamespace.get(parsed.namespace);
       if (!inNamespace) {
@@ -140,6 +153,18 @@ export class FuzzyWatchHub {
         this.byNamespace.set(parsed.namespace, inNamespace);
       }
       inNamespace.set(text, state);
+    }
+    await state.filled;
+    if (this.closed) return;
+    if (!connection.isOpen) {
+      // Gone while the scan ran: a pattern nobody came to watch frees its slot.
+      if (state.watchers.size === 0) this.forget(state);
+      return;
+    }
+    if (this.patterns.get(text) !== state) {
+      // Every other watcher left while this one waited for the scan: watch it anew.
+      await this.watch(connection, text, receivedKeys, initializing);
+      return;
     }
     state.watchers.set(connection.id, connection);
     let watched = this.byConnection.get(connection.id);
@@ -178,14 +203,35 @@ export class FuzzyWatchHub {
     watched?.delete(text);
     if (watched?.size === 0) this.byConnection.delete(connectionId);
     if (!state || state.watchers.size > 0) return;
-    this.patterns.delete(text);
+    this.forget(state);
+  }
+
+  private forget(state: PatternState): void {
+    if (this.patterns.get(state.text) !== state) return;
+    this.patterns.delete(state.text);
     const inNamespace = this.byNamespace.get(state.parsed.namespace);
-    inNamespace?.delete(text);
+    inNamespace?.delete(state.text);
     if (inNamespace?.size === 0) this.byNamespace.delete(state.parsed.namespace);
   }
 
   private atCap(state: PatternState): boolean {
     return state.matched.size >= this.options.maxServices;
+  }
+
+  /** {@link fill} for a new pattern, a slice of the namespace per event-loop turn. */
+  private async fillInSlices(state: PatternState): Promise<void> {
+    const { namespace } = state.parsed;
+    for (const namespaceId of namespace === PUBLIC_NAMESPACE ? [namespace, ''] : [namespace]) {
+      let scanned = 0;
+      for (const service of this.store.servicesOf(namespaceId)) {
+        if (this.atCap(state)) return;
+        if (patternMatches(state.parsed, service.namespaceId, service.groupName, service.name)) {
+          state.matched.add(fuzzyServiceKey(service.namespaceId, service.groupName, service.name));
+        }
+        scanned += 1;
+        if (scanned % SCAN_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+    }
   }
 
   /** Adds the namespace's matching services to the set, up to the cap (one pass over the namespace). */
@@ -204,20 +250,26 @@ export class FuzzyWatchHub {
     if (namespace === PUBLIC_NAMESPACE) scan('');
   }
 
-  /** The diff of the matched set against what the client holds, in batches; FINISH after an INIT. */
+  /**
+   * The diff of the matched set against what the client holds, in batches made as the connection
+   * takes them (the keys are copied now, the requests built later); FINISH after an INIT.
+   */
   private sync(connection: GrpcConnection, state: PatternState, receivedKeys: readonly string[], initializing: boolean): void {
     const received = new Set(receivedKeys);
-    const contexts: Array<{ serviceKey: string; changedType: string }> = [];
-    for (const key of state.matched) if (!received.has(key)) contexts.push({ serviceKey: key, changedType: FUZZY_CHANGE.add });
+    const adds: string[] = [];
+    for (const key of state.matched) if (!received.has(key)) adds.push(key);
+    const removes: string[] = [];
     // At the cap the matched set may be incomplete: a key it lacks is not known to be gone.
-    if (!this.atCap(state)) for (const key of received) if (!state.matched.has(key)) contexts.push({ serviceKey: key, changedType: FUZZY_CHANGE.remove });
+    if (!this.atCap(state)) for (const key of received) if (!state.matched.has(key)) removes.push(key);
     const syncType = initializing ? FUZZY_SYNC_TYPE.init : FUZZY_SYNC_TYPE.diff;
-    const finish = () => this.enqueue(connection, SERVER_REQUEST.fuzzyWatchSync, { syncType: FUZZY_SYNC_TYPE.finish, groupKeyPattern: state.text, contexts: [], totalBatch: 1, currentBatch: 1 });
-    if (contexts.length === 0) {
+    const groupKeyPattern = state.text;
+    const finish = () => this.enqueue(connection, SERVER_REQUEST.fuzzyWatchSync, { syncType: FUZZY_SYNC_TYPE.finish, groupKeyPattern, contexts: [], totalBatch: 1, currentBatch: 1 });
+    const total = adds.length + removes.length;
+    if (total === 0) {
       if (initializing) finish();
       return;
     }
-    const totalBatch = Math.ceil(contexts.length / SYNC_BATCH_SIZE);
+    const totalBatch = Math.ceil(total / SYNC_BATCH_SIZE);
     let unacked = totalBatch;
     const acked = initializing
       ? () => {
@@ -225,10 +277,19 @@ export class FuzzyWatchHub {
           if (unacked === 0) finish();
         }
       : undefined;
-    for (let b = 0; b < totalBatch; b++) {
-      const batch = contexts.slice(b * SYNC_BATCH_SIZE, (b + 1) * SYNC_BATCH_SIZE);
-      this.enqueue(connection, SERVER_REQUEST.fuzzyWatchSync, { syncType, groupKeyPattern: state.text, contexts: batch, totalBatch, currentBatch: b + 1 }, acked);
-    }
+    let at = 0;
+    let currentBatch = 0;
+    this.push(connection, {
+      next: () => {
+        if (at >= total) return undefined;
+        const contexts: Array<{ serviceKey: string; changedType: string }> = [];
+        for (const end = Math.min(total, at + SYNC_BATCH_SIZE); at < end; at++) {
+          contexts.push(at < adds.length ? { serviceKey: adds[at] as string, changedType: FUZZY_CHANGE.add } : { serviceKey: removes[at - adds.length] as string, changedType: FUZZY_CHANGE.remove });
+        }
+        currentBatch += 1;
+        return { type: SERVER_REQUEST.fuzzyWatchSync, fields: { syncType, groupKeyPattern, contexts, totalBatch, currentBatch, module: 'naming' }, attempt: 1, ...(acked ? { acked } : {}) };
+      },
+    });
   }
 
   /** A service got its first instance or lost its last: updates the matched sets of its namespace's patterns and notifies their watchers. */
@@ -274,11 +335,16 @@ export class FuzzyWatchHub {
     if (box.timer) return;
     box.timer = setTimeout(() => {
       box.timer = undefined;
-      const changes = [...box.changes];
-      box.changes.clear();
-      for (const [serviceKey, type] of changes) {
-        this.enqueue(connection, SERVER_REQUEST.fuzzyWatchChange, { syncType: FUZZY_SYNC_TYPE.changed, serviceKey, changedType: type });
-      }
+      const changes = box.changes.entries();
+      box.changes = new Map();
+      this.push(connection, {
+        next: () => {
+          const entry = changes.next();
+          if (entry.done) return undefined;
+          const [serviceKey, changedType] = entry.value;
+          return { type: SERVER_REQUEST.fuzzyWatchChange, fields: { syncType: FUZZY_SYNC_TYPE.changed, serviceKey, changedType, module: 'naming' }, attempt: 1 };
+        },
+      });
     }, this.options.mergeWindowMs);
     box.timer.unref();
   }
@@ -292,17 +358,22 @@ export class FuzzyWatchHub {
     return box;
   }
 
-  private enqueue(connection: GrpcConnection, type: string, fields: Record<string, unknown>, acked?: () => void): void {
+  private enqueue(connection: GrpcConnection, type: string, fields: Record<string, unknown>): void {
+    this.push(connection, once({ type, fields: { ...fields, module: 'naming' }, attempt: 1 }));
+  }
+
+  private push(connection: GrpcConnection, job: Job): void {
     if (this.closed) return;
     const box = this.outbox(connection);
-    box.queue.push({ type, fields: { ...fields, module: 'naming' }, attempt: 1, ...(acked ? { acked } : {}) });
+    box.queue.push(job);
     this.drain(box);
   }
 
   private drain(box: Outbox): void {
     while (!this.closed && box.inFlight < MAX_IN_FLIGHT && box.queue.length > 0) {
-      const next = box.queue.shift() as Outgoing;
-      this.send(box, next);
+      const next = (box.queue[0] as Job).next();
+      if (next) this.send(box, next);
+      else box.queue.shift();
     }
   }
 
@@ -345,10 +416,22 @@ export class FuzzyWatchHub {
     const timer = setTimeout(() => {
       this.retries.delete(timer);
       if (this.outboxes.get(box.connection.id) !== box) return;
-      box.queue.push({ ...out, attempt: out.attempt + 1 });
+      box.queue.push(once({ ...out, attempt: out.attempt + 1 }));
       this.drain(box);
     }, this.options.retryDelayMs);
     timer.unref();
     this.retries.add(timer);
   }
+}
+
+/** A job of one request. */
+function once(out: Outgoing): Job {
+  let sent = false;
+  return {
+    next: () => {
+      if (sent) return undefined;
+      sent = true;
+      return out;
+    },
+  };
 }

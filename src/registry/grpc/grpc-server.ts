@@ -10,7 +10,7 @@ import type { GrpcConnection } from './connection.js';
 import { ConnectionTable, DEFAULT_DETECTION, type DetectionOptions } from './connection-table.js';
 import { DEFAULT_FUZZY_LIMITS, FuzzyWatchHub, type FuzzyWatchStats } from './fuzzy-watch.js';
 import { DEFAULT_GRPC_PUSH, GrpcPusher, type GrpcPushOptions } from './grpc-pusher.js';
-import { handleNaming, isNamingRequest, type NamingHandlerContext } from './naming-handlers.js';
+import { handleNaming, isNamingRequest, type GrpcAnswer, type NamingHandlerContext } from './naming-handlers.js';
 
 /** Timings and limits of the gRPC server; every field has Nacos' default. */
 export interface GrpcServerOptions {
@@ -137,14 +137,15 @@ export async function startGrpcServer(ctx: GrpcServerContext, host: string, port
   server.addService(services.Request.service, {
     request: (call: grpc.ServerUnaryCall<Payload, Payload>, callback: grpc.sendUnaryData<Payload>) => {
       const answer = answerUnary(call.getPeer(), call.request);
-      callback(null, toPayload(answer.type, answer.body));
+      if (answer instanceof Promise) void answer.then((a) => callback(null, toPayload(a.type, a.body)));
+      else callback(null, toPayload(answer.type, answer.body));
     },
   });
   server.addService(services.BiRequestStream.service, {
     requestBiStream: (call: grpc.ServerDuplexStream<Payload, Payload>) => serveStream(call),
   });
 
-  function answerUnary(peer: string, payload: Payload): { type: string; body: Record<string, unknown> } {
+  function answerUnary(peer: string, payload: Payload): GrpcAnswer | Promise<GrpcAnswer> {
     const type = payload.metadata?.type ?? '';
     if (type === REQUEST.serverCheck) {
       const httpPort = ctx.httpPort === undefined ? {} : { httpPort: ctx.httpPort };
