@@ -198,6 +198,18 @@ describe('embedded registry gRPC: fuzzy watch', () => {
     expect((await watch(c, 'public>>B>>*')).body.resultCode).toBe(200);
   });
 
+  it('builds the matched set of a namespace larger than one scan slice, complete, and syncs it whole', async () => {
+    const r = await start({ grpc: { fuzzyWatchMaxServices: 100_000 } });
+    for (let n = 0; n < 12_000; n++) add(r, 'big', 'G', `svc-${n}`);
+    const c = await connect(r);
+    const pattern = 'big>>G>>*';
+    expect((await watch(c, pattern)).body.resultCode).toBe(200);
+    await waitUntil(() => finished(c, pattern).length === 1, { timeoutMs: 30_000 });
+    const inits = syncs(c, pattern).filter((m) => m.body.syncType === 'FUZZY_WATCH_INIT_NOTIFY');
+    expect(inits).toHaveLength(1_200);
+    expect(new Set(contextsOf(inits, 'FUZZY_WATCH_INIT_NOTIFY').map((x) => x.serviceKey)).size).toBe(12_000);
+  });
+
   it('without fuzzy watch answers as Nacos 2.x: no ability, no handler (302)', async () => {
     const r = await start({ grpc: { fuzzyWatch: false } });
     const c = await connect(r);
