@@ -25,6 +25,7 @@ import { NacosRequestError, type NacosRequestErrorCode } from './nacos-request-e
 import { NacosV1Api } from './nacos-v1-api.js';
 import { NacosV3Api } from './nacos-v3-api.js';
 import { PushReceiver, type PushReceiverStats } from './push-receiver.js';
+import { FuzzyServiceLists } from './fuzzy-service-lists.js';
 import { ServiceListWatch } from './service-list-watch.js';
 import { WatchHub } from './watch-hub.js';
 import { describeService, toServiceRef, type ServiceRef } from './wire.js';
@@ -63,6 +64,8 @@ export interface NacosAdapterStats {
   watchedServices: number;
   /** Service-list scopes polled for `watchServices`. */
   watchedServiceLists: number;
+  /** Service-list scopes watched by push for `watchServices` (Nacos 3.x fuzzy watch over gRPC). */
+  pushedServiceLists: number;
   /** Push receiver counters; undefined while no receiver is open. */
   push: (PushReceiverStats & { port: number; clientIP: string }) | undefined;
   /** Successful logins (0 without credentials). */
@@ -81,7 +84,8 @@ export interface NacosAdapterStats {
  * per endpoint, one bound on HTTP requests in flight, one login, one UDP push socket.
  *
  * Deliberately left out: service metadata and selectors, health-check settings. gRPC lists one
- * group of one namespace at a time, so `*` scopes are listed over HTTP. A v1 reader does not see
+ * group of one namespace at a time, so `*` scopes are listed over HTTP, unless a Nacos 3.x fuzzy
+ * watch of the scope holds them (see {@link watchServices}). A v1 reader does not see
  * disabled instances (the v1 list leaves them out), and neither does a gRPC reader (Nacos leaves
  * them out of subscriptions and queries), so a copy of a disabled instance is not made from such a
  * source, and a disabled copy in such a destination looks absent.
@@ -94,6 +98,7 @@ export class NacosAdapter implements RegistryAdapter {
   private readonly http: NacosHttp;
   private readonly hub: WatchHub;
   private readonly serviceLists: ServiceListWatch;
+  private readonly pushedLists: FuzzyServiceLists;
   private apiPromise: Promise<NacosApi> | undefined;
   private httpVersion: NacosApiVersion | undefined;
   /** Resolves to the gRPC naming, or undefined for HTTP. */
@@ -146,6 +151,16 @@ export class NacosAdapter implements RegistryAdapter {
       log: this.log,
       list: (scope) => this.listScope(scope),
     });
+    this.pushedLists = new FuzzyServiceLists({
+      log: this.log,
+      intervalMs: this.options.serviceListPollIntervalMs,
+      fuzzy: async () => {
+        const grpc = await this.transport();
+        return grpc ? grpc.fuzzyWatches() : undefined;
+      },
+      listNamespaces: async () => (await this.api()).listNamespaces(),
+      poll: (scope, onChange) => this.serviceLists.watch(scope, onChange),
+    });
   }
 
   /** The last `clientBeatInterval` the server answered (v1), else `options.heartbeatIntervalMs`. */
@@ -181,9 +196,13 @@ export class NacosAdapter implements RegistryAdapter {
    * `GET /nacos/v1/ns/catalog/services`; v3: the admin service list without a group filter). Keys
    * carry the real namespace (`public` for the public one) and group of each service under a `*`,
    * and the scope's own values otherwise. Rejects when any list fails (never a partial answer); an
-   * error of a list only a `*` needs says so.
+   * error of a list only a `*` needs says so. A scope whose fuzzy watch is complete (see
+   * {@link watchServices}) is answered from the pushed set, with no request.
    */
   async listServices(scope: { namespace: string; group: string }): Promise<ServiceKey[]> {
+    // A scope watched by fuzzy watch, its pushed set complete: no request at all.
+    const pushed = this.pushedLists.list(scope);
+    if (pushed) return pushed;
     const services = await this.listScope(scope);
     this.serviceLists.observed(scope, services);
     return services;
@@ -191,13 +210,18 @@ export class NacosAdapter implements RegistryAdapter {
 
   /**
    * Calls `onChange` when services may have appeared in or vanished from the scope (`*` namespaces
-   * and groups included): the scope is listed every `options.serviceListPollIntervalMs` and
-   * compared with the last list seen (a poll, or the last `listServices` of the same scope). Nacos
-   * pushes nothing about services, so this is polling only; failures are logged and retried.
+   * and groups included). Over gRPC to a server with fuzzy watch (Nacos 3.x), by push: a pattern
+   * per namespace of the scope, `onChange` on every service added or deleted (see
+   * {@link FuzzyServiceLists}), and `listServices` of the scope answered from the pushed set with no
+   * request while it is complete. Otherwise (HTTP, Nacos 2.x, a pattern over the server's limits) the
+   * scope is listed every `options.serviceListPollIntervalMs` and compared with the last list seen
+   * (a poll, or the last `listServices` of the same scope); failures are logged and retried.
    */
   watchServices(scope: { namespace: string; group: string }, onChange: () => void): Unsubscribe {
     if (this.closing) return () => {};
-    return this.serviceLists.watch(scope, onChange);
+    // Over HTTP nothing is pushed: the list poll starts at once.
+    if (this.mode && !this.mode.grpc) return this.serviceLists.watch(scope, onChange);
+    return this.pushedLists.watch(scope, onChange);
   }
 
   /** Every instance of a service; rejects on any failure (a failed read is never an empty service). */
@@ -322,6 +346,7 @@ export class NacosAdapter implements RegistryAdapter {
       grpc: grpc?.stats(),
       watchedServices: this.hub.size,
       watchedServiceLists: this.serviceLists.size,
+      pushedServiceLists: this.pushedLists.pushed,
       push: receiver?.alive && target ? { ...receiver.stats(), port: target.udpPort, clientIP: target.clientIP } : undefined,
       logins: this.http.tokens?.loginCount ?? 0,
       concurrency: this.http.concurrency(),
@@ -332,6 +357,7 @@ export class NacosAdapter implements RegistryAdapter {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.hub.close();
+      this.pushedLists.close();
       this.serviceLists.close();
       const mode = this.modePromise ? await this.modePromise.catch(() => undefined) : undefined;
       mode?.close();

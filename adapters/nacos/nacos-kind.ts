@@ -12,7 +12,7 @@ const OPTIONS: Readonly<Record<keyof NacosAdapterOptions, KindOptionSpec>> = {
   maxConcurrency: { type: 'integer', description: 'Requests in flight against the cluster at most (default 64).' },
   requestTimeoutMs: { type: 'integer', description: 'Per request and endpoint attempt (default 5000).' },
   servicePageSize: { type: 'integer', description: 'Page size of service lists (default 500).' },
-  serviceListPollIntervalMs: { type: 'integer', description: 'How often the service lists of `*` tasks are polled (default 10000).' },
+  serviceListPollIntervalMs: { type: 'integer', description: 'How often the service lists of `*` tasks are polled where nothing pushes them (Nacos 2.x, HTTP, over the fuzzy-watch limits), and the namespace list of a pushed namespace `*` scope is read (default 10000).' },
   lightBeats: { type: 'boolean', description: 'v1: beats without the instance body once the server allows it (default true).' },
   contextPath: { type: 'string', description: 'Server context path (default /nacos).' },
   heartbeatIntervalMs: { type: 'integer', description: 'Beat interval assumed until the server tells one (default 5000).' },

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { parseUsers } from '../registry/auth.js';
 import type { NamespaceInfo } from '../registry/naming-store.js';
 import type { RegistryOptions, RunningRegistry } from '../registry/registry-server.js';
-import { collect, parseDuration, parsePort } from './options.js';
+import { collect, parseDuration, parsePort, parsePositiveInt } from './options.js';
 
 /** Options shared by `regsync registry` and `regsync demo`. */
 export interface RegistryCliOptions {
@@ -16,6 +16,10 @@ export interface RegistryCliOptions {
   beatInterval?: number;
   user: string[];
   namespace: string[];
+  /** False with `--no-fuzzy-watch`. */
+  fuzzyWatch?: boolean;
+  fuzzyWatchMaxPatterns?: number;
+  fuzzyWatchMaxServices?: number;
 }
 
 export function addRegistryOptions(cmd: Command, defaultPort: number): Command {
@@ -27,7 +31,10 @@ export function addRegistryOptions(cmd: Command, defaultPort: number): Command {
     .option('--expire-after <duration>', 'remove an ephemeral instance after this long without a beat (default 30s)', parseDuration)
     .option('--beat-interval <duration>', 'beat interval told to clients (default 5s)', parseDuration)
     .option('--user <name:password>', 'require login; repeatable (also REGSYNC_REGISTRY_USERS=name:pw,name2:pw2)', collect, [])
-    .option('--namespace <id[:name]>', 'create a namespace at start; repeatable', collect, []);
+    .option('--namespace <id[:name]>', 'create a namespace at start; repeatable', collect, [])
+    .option('--no-fuzzy-watch', 'serve no Nacos 3.x fuzzy watch over gRPC (answer as Nacos 2.x does)')
+    .option('--fuzzy-watch-max-patterns <n>', 'fuzzy-watch patterns held at most (default 20, as Nacos)', parsePositiveInt)
+    .option('--fuzzy-watch-max-services <n>', 'services one fuzzy-watch pattern matches at most (default 500, as Nacos)', parsePositiveInt);
 }
 
 /** `--grpc-port`: a port, or `off`. */
@@ -52,6 +59,11 @@ export function registryOptionsFrom(opts: RegistryCliOptions, logger: Logger): R
     host: opts.host,
     port: opts.port,
     ...(opts.grpcPort !== undefined ? { grpcPort: opts.grpcPort } : {}),
+    grpc: {
+      ...(opts.fuzzyWatch === false ? { fuzzyWatch: false } : {}),
+      ...(opts.fuzzyWatchMaxPatterns !== undefined ? { fuzzyWatchMaxPatterns: opts.fuzzyWatchMaxPatterns } : {}),
+      ...(opts.fuzzyWatchMaxServices !== undefined ? { fuzzyWatchMaxServices: opts.fuzzyWatchMaxServices } : {}),
+    },
     expiry: { unhealthyAfterMs, expireAfterMs, sweepIntervalMs: Math.min(1_000, Math.ceil(unhealthyAfterMs / 4)) },
     ...(opts.beatInterval !== undefined ? { beatIntervalMs: opts.beatInterval } : {}),
     users: parseUsers(userPairs),

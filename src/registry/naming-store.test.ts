@@ -81,6 +81,28 @@ describe('NamingStore', () => {
     expect(changes).toHaveLength(3);
   });
 
+  it('tells when a service gets its first instance and loses its last, from HTTP, gRPC publishes and expiry alike', () => {
+    let now = 1_000;
+    const store = new NamingStore({ unhealthyAfterMs: 100, expireAfterMs: 200 }, () => now);
+    const seen: string[] = [];
+    store.on('populated', (c) => seen.push(`+${c.namespaceId}/${c.groupedName}`));
+    store.on('emptied', (c) => seen.push(`-${c.namespaceId}/${c.groupedName}`));
+    store.createService('public', 'G', 'empty', { protectThreshold: 0, metadata: {}, selector: NONE_SELECTOR });
+    store.register('public', 'G', 's', instance('10.0.0.1'));
+    store.register('public', 'G', 's', instance('10.0.0.2'));
+    store.deregister('public', 'G', 's', '10.0.0.1', 80, 'DEFAULT');
+    store.deregister('public', 'G', 's', '10.0.0.2', 80, 'DEFAULT');
+    store.publish('conn-1', 'public', 'G', 'p', []);
+    store.publish('conn-1', 'public', 'G', 'p', [published('10.0.0.3')]);
+    store.publish('conn-2', 'public', 'G', 'p', [published('10.0.0.3')]);
+    store.unpublishAll('conn-1');
+    store.unpublishAll('conn-2');
+    store.register('public', 'G', 'x', instance('10.0.0.4'));
+    now += 300;
+    store.sweep();
+    expect(seen).toEqual(['+public/G@@s', '-public/G@@s', '+public/G@@p', '-public/G@@p', '+public/G@@x', '-public/G@@x']);
+  });
+
   it('refuses to mix ephemeral and persistent instances in one service, and to update what is missing', () => {
     const { store } = storeWithClock();
     store.register('public', 'G', 's', instance('10.0.0.1'));

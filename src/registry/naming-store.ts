@@ -134,12 +134,21 @@ function sortedRecord(record: Record<string, string>): Record<string, string> {
   return copy;
 }
 
+/** The events of a {@link NamingStore}. */
+export interface NamingStoreEvents {
+  /** After every mutation a reader could see (UDP and gRPC push listen to it). */
+  change: [ServiceChange];
+  /** After `change`, when a service got its first instance (it was empty or did not exist): Nacos' ADD_SERVICE. */
+  populated: [ServiceChange];
+  /** After `change`, when a service lost its last instance: Nacos' DELETE_SERVICE. The empty service stays listed until cleaned up. */
+  emptied: [ServiceChange];
+}
+
 /**
  * The embedded registry's state: namespaces, services and instances, with ephemeral expiry.
- * Emits `change` ({@link ServiceChange}) after every mutation that a reader could see, which is what
- * UDP push listens to. No active health checks: instance addresses are never contacted.
+ * Emits {@link NamingStoreEvents}. No active health checks: instance addresses are never contacted.
  */
-export class NamingStore extends EventEmitter<{ change: [ServiceChange] }> {
+export class NamingStore extends EventEmitter<NamingStoreEvents> {
   private readonly namespaces = new Map<string, Map<string, StoredService>>();
   private readonly namespaceInfo = new Map<string, NamespaceInfo>();
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -190,6 +199,11 @@ export class NamingStore extends EventEmitter<{ change: [ServiceChange] }> {
 
   getService(namespaceId: string, groupName: string, name: string): StoredService | undefined {
     return this.namespaces.get(namespaceId)?.get(groupedName(groupName, name));
+  }
+
+  /** Every service of a namespace, in no set order, without copying (fuzzy-watch scans). */
+  servicesOf(namespaceId: string): IterableIterator<StoredService> {
+    return (this.namespaces.get(namespaceId) ?? new Map<string, StoredService>()).values();
   }
 
   /** Services of a namespace, optionally of one group, sorted by group then name. */
@@ -447,7 +461,8 @@ export class NamingStore extends EventEmitter<{ change: [ServiceChange] }> {
       kind: undefined,
       instances: new Map(),
       lastRefTime: this.now(),
-      emptySince: undefined,
+      // Empty from its creation: the first instance makes it `populated`.
+      emptySince: this.now(),
       protectThreshold: 0,
       metadata: {},
       selector: NONE_SELECTOR,
@@ -458,8 +473,13 @@ export class NamingStore extends EventEmitter<{ change: [ServiceChange] }> {
 
   private touch(service: StoredService): void {
     service.lastRefTime = Math.max(this.now(), service.lastRefTime + 1);
-    service.emptySince = service.instances.size === 0 ? this.now() : undefined;
-    this.emit('change', { namespaceId: service.namespaceId, groupedName: groupedName(service.groupName, service.name) });
+    const wasEmpty = service.emptySince !== undefined;
+    const isEmpty = service.instances.size === 0;
+    service.emptySince = isEmpty ? this.now() : undefined;
+    const change = { namespaceId: service.namespaceId, groupedName: groupedName(service.groupName, service.name) };
+    this.emit('change', change);
+    if (wasEmpty && !isEmpty) this.emit('populated', change);
+    else if (!wasEmpty && isEmpty) this.emit('emptied', change);
   }
 }
 

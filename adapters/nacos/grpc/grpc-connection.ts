@@ -57,6 +57,8 @@ export interface GrpcConnectionOptions {
   authRefused?: ((headers: Record<string, string>) => void) | undefined;
   /** A `NotifySubscriberRequest`'s `serviceInfo`; answered once this returns. */
   onPush: (serviceInfo: unknown) => void;
+  /** A fuzzy-watch sync or change notify (Nacos 3.x), by class name and body; answered once this returns. */
+  onFuzzyWatch?: ((type: string, body: Record<string, unknown>) => void) | undefined;
   /** Called after every (re)connect, before waiting callers go on: replay subscriptions and publishes. */
   onConnected: (generation: number) => void;
   timings?: Partial<GrpcTimings> | undefined;
@@ -397,6 +399,15 @@ export class GrpcConnection {
       } catch (err) {
         this.log.warn({ err }, 'a nacos push could not be handled');
         live.stream.write(toPayload(ERROR_RESPONSE, { resultCode: 500, errorCode: -500, message: 'push not handled', requestId, success: false }));
+        return;
+      }
+    }
+    if (message.type === SERVER_REQUEST.fuzzyWatchSync || message.type === SERVER_REQUEST.fuzzyWatchChange) {
+      try {
+        this.opts.onFuzzyWatch?.(message.type, message.body);
+      } catch (err) {
+        this.log.warn({ err }, 'a nacos fuzzy-watch notify could not be handled');
+        live.stream.write(toPayload(ERROR_RESPONSE, { resultCode: 500, errorCode: -500, message: 'notify not handled', requestId, success: false }));
         return;
       }
     }

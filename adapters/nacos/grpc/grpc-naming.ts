@@ -6,7 +6,8 @@ import { NacosRequestError } from '../nacos-request-error.js';
 import type { ServiceRef } from '../wire.js';
 import { WireFormatError } from '../wire-format-error.js';
 import { GrpcConnection, type GrpcConnectionStats, type GrpcEndpoint, type GrpcTimings } from './grpc-connection.js';
-import { namingRequest, readServiceInfo, REQUEST, wireInstance, type ServiceInfoRead, type WireInstance } from './messages.js';
+import { FuzzyWatches } from './fuzzy-watches.js';
+import { FUZZY_WATCH_ABILITY, namingRequest, readServiceInfo, REQUEST, wireInstance, type ServiceInfoRead, type WireInstance } from './messages.js';
 import { PublishSets } from './publish-sets.js';
 import { GrpcSubscriptions } from './subscriptions.js';
 
@@ -20,6 +21,8 @@ export interface GrpcNamingOptions {
   tokens: NacosTokenSource | undefined;
   onRequestError?: ((code: NacosRequestErrorCode) => void) | undefined;
   timings?: Partial<GrpcTimings> | undefined;
+  /** How often every fuzzy-watch pattern is watched again (default 3 min, as the Java client). */
+  fuzzyResyncMs?: number | undefined;
 }
 
 /** Counters for metrics and the cluster's status. */
@@ -28,6 +31,8 @@ export interface GrpcNamingStats extends GrpcConnectionStats {
   /** Services whose set this connection publishes, and the copies in them. */
   publishSets: number;
   publishedInstances: number;
+  /** Fuzzy-watch patterns held (Nacos 3.x). */
+  fuzzyPatterns: number;
 }
 
 /** The server advertises persistent instances over gRPC (Nacos 2.3+). */
@@ -43,6 +48,7 @@ export class NacosGrpcNaming {
   readonly connection: GrpcConnection;
   private readonly subscriptions: GrpcSubscriptions;
   private readonly sets: PublishSets;
+  private readonly fuzzy: FuzzyWatches;
   private readonly log: Logger;
   private closed = false;
 
@@ -59,6 +65,7 @@ export class NacosGrpcNaming {
       authHeaders: tokens ? async () => ({ accessToken: await tokens.token('v3') }) : undefined,
       authRefused: tokens ? (headers) => headers.accessToken !== undefined && tokens.invalidate(headers.accessToken) : undefined,
       onPush: (info) => this.subscriptions.pushed(readServiceInfo(info)),
+      onFuzzyWatch: (type, body) => this.fuzzy.handle(type, body),
       onConnected: (generation) => this.replay(generation),
       timings: opts.timings,
       onRequestError: opts.onRequestError,
@@ -67,6 +74,24 @@ export class NacosGrpcNaming {
       log: opts.log,
       subscribe: (ref, subscribe) => this.subscribe(ref, subscribe),
       connection: () => ({ generation: this.connection.currentGeneration, ready: this.connection.isReady }),
+    });
+    const connection = this.connection;
+    this.fuzzy = new FuzzyWatches({
+      log: opts.log,
+      resyncMs: opts.fuzzyResyncMs,
+      connection: {
+        request: (type, body) => connection.request(type, body, { auth: true }),
+        ready: () => connection.ready(),
+        get isReady() {
+          return connection.isReady;
+        },
+        get currentGeneration() {
+          return connection.currentGeneration;
+        },
+        get ability() {
+          return connection.ability;
+        },
+      },
     });
     this.sets = new PublishSets({
       log: opts.log,
@@ -119,6 +144,15 @@ export class NacosGrpcNaming {
     return this.sets.set(ref, owner, instances, resend);
   }
 
+  /**
+   * The connection's fuzzy watches once connected, when the server advertises `fuzzyWatch` (Nacos
+   * 3.x); undefined when it does not. Rejects while no connection can be made.
+   */
+  async fuzzyWatches(): Promise<FuzzyWatches | undefined> {
+    await this.connection.ready();
+    return this.connection.ability[FUZZY_WATCH_ABILITY] === true ? this.fuzzy : undefined;
+  }
+
   /** Whether persistent instances can go over gRPC (else the adapter writes them over HTTP). */
   async persistentByGrpc(): Promise<boolean> {
     await this.connection.ready();
@@ -133,12 +167,13 @@ export class NacosGrpcNaming {
 
   stats(): GrpcNamingStats {
     const sets = this.sets.stats();
-    return { ...this.connection.stats(), subscriptions: this.subscriptions.size, publishSets: sets.sets, publishedInstances: sets.instances };
+    return { ...this.connection.stats(), subscriptions: this.subscriptions.size, publishSets: sets.sets, publishedInstances: sets.instances, fuzzyPatterns: this.fuzzy.size };
   }
 
   close(): void {
     this.closed = true;
     this.subscriptions.close();
+    this.fuzzy.close();
     this.connection.close();
   }
 
@@ -155,6 +190,7 @@ export class NacosGrpcNaming {
 
   private replay(generation: number): void {
     if (generation === 1) return;
+    this.fuzzy.connected(generation);
     this.log.info({ generation, subscriptions: this.subscriptions.size, publishSets: this.sets.stats().sets }, 'nacos gRPC reconnected; subscribing and publishing again');
     this.subscriptions.resubscribeAll();
     void this.sets.republishAll().then((failed) => this.redo(generation, failed));

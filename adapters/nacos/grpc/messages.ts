@@ -19,6 +19,8 @@ export const REQUEST = {
   subscribeService: 'SubscribeServiceRequest',
   serviceQuery: 'ServiceQueryRequest',
   serviceList: 'ServiceListRequest',
+  /** Nacos 3.x: watch or cancel a fuzzy-watch pattern (see fuzzy-pattern.ts). */
+  fuzzyWatch: 'NamingFuzzyWatchRequest',
 } as const;
 
 /** Server-to-client requests, written on the bi-stream; each but `SetupAckRequest` wants an answer with its `requestId`. */
@@ -27,6 +29,33 @@ export const SERVER_REQUEST = {
   clientDetection: 'ClientDetectionRequest',
   connectReset: 'ConnectResetRequest',
   notifySubscriber: 'NotifySubscriberRequest',
+  /** Nacos 3.x fuzzy watch: a batch of a pattern's INIT or DIFF sync, or the FINISH of its INIT. */
+  fuzzyWatchSync: 'NamingFuzzyWatchSyncRequest',
+  /** Nacos 3.x fuzzy watch: one service added to or deleted from the matched services. */
+  fuzzyWatchChange: 'NamingFuzzyWatchChangeNotifyRequest',
+} as const;
+
+/** The ability a Nacos 3.x server advertises in `SetupAckRequest.abilityTable` when it serves fuzzy watch. */
+export const FUZZY_WATCH_ABILITY = 'fuzzyWatch';
+
+/** `NamingFuzzyWatchRequest.watchType`. */
+export const WATCH_TYPE = { watch: 'WATCH', cancel: 'CANCEL_WATCH' } as const;
+
+/** `syncType` of the fuzzy-watch server requests. */
+export const FUZZY_SYNC_TYPE = {
+  init: 'FUZZY_WATCH_INIT_NOTIFY',
+  diff: 'FUZZY_WATCH_DIFF_SYNC_NOTIFY',
+  finish: 'FINISH_FUZZY_WATCH_INIT_NOTIFY',
+  changed: 'FUZZY_WATCH_RESOURCE_CHANGED',
+} as const;
+
+/** `changedType` of a fuzzy-watch context or change notify. */
+export const FUZZY_CHANGE = { add: 'ADD_SERVICE', remove: 'DELETE_SERVICE' } as const;
+
+/** Nacos' fuzzy-watch limits (`ErrorCode`), with the server property that raises each. */
+export const FUZZY_LIMIT = {
+  patterns: { code: 50310, message: 'fuzzy watch pattern over limit', property: 'nacos.naming.fuzzy.watch.max.pattern.count' },
+  services: { code: 50311, message: 'fuzzy watch pattern matched count over limit', property: 'nacos.naming.fuzzy.watch.max.pattern.match.service.count' },
 } as const;
 
 /** The response class of each request class. */
@@ -42,6 +71,9 @@ export const RESPONSE_OF: Readonly<Record<string, string>> = {
   ClientDetectionRequest: 'ClientDetectionResponse',
   ConnectResetRequest: 'ConnectResetResponse',
   NotifySubscriberRequest: 'NotifySubscriberResponse',
+  NamingFuzzyWatchRequest: 'NamingFuzzyWatchResponse',
+  NamingFuzzyWatchSyncRequest: 'NamingFuzzyWatchSyncResponse',
+  NamingFuzzyWatchChangeNotifyRequest: 'NamingFuzzyWatchChangeNotifyResponse',
 };
 
 export const ERROR_RESPONSE = 'ErrorResponse';

@@ -29,7 +29,7 @@ interface Recorder {
   close(): Promise<void>;
 }
 
-async function recordingServer(): Promise<Recorder> {
+async function recordingServer(abilities: Record<string, boolean> = { supportPersistentInstanceByGrpc: true }): Promise<Recorder> {
   const { Request, BiRequestStream } = nacosGrpcServices();
   const server = new grpc.Server();
   const unary: ReadPayload[] = [];
@@ -43,6 +43,7 @@ async function recordingServer(): Promise<Recorder> {
     ServiceListRequest: ['ServiceListResponse', { count: 1, serviceNames: ['orders'] }],
     BatchInstanceRequest: ['BatchInstanceResponse', { type: 'batchRegisterInstance' }],
     HealthCheckRequest: ['HealthCheckResponse', {}],
+    NamingFuzzyWatchRequest: ['NamingFuzzyWatchResponse', {}],
   };
   server.addService(Request.service, {
     request(call: grpc.ServerUnaryCall<Payload, Payload>, callback: grpc.sendUnaryData<Payload>) {
@@ -60,7 +61,7 @@ async function recordingServer(): Promise<Recorder> {
       call.on('data', (payload: Payload) => {
         const read = readPayload(payload);
         stream.push(read);
-        if (read.type === 'ConnectionSetupRequest') call.write(toPayload('SetupAckRequest', { headers: {}, abilityTable: { supportPersistentInstanceByGrpc: true }, module: 'internal' }));
+        if (read.type === 'ConnectionSetupRequest') call.write(toPayload('SetupAckRequest', { headers: {}, abilityTable: abilities, module: 'internal' }));
       });
       call.on('error', () => undefined);
     },
@@ -93,8 +94,8 @@ afterEach(async () => {
   await Promise.all(recorders.splice(0).map((r) => r.close()));
 });
 
-async function setup(options: Record<string, unknown> = {}): Promise<{ rec: Recorder; adapter: NacosAdapter }> {
-  const rec = await recordingServer();
+async function setup(options: Record<string, unknown> = {}, abilities?: Record<string, boolean>): Promise<{ rec: Recorder; adapter: NacosAdapter }> {
+  const rec = await recordingServer(abilities);
   recorders.push(rec);
   // HTTP is never asked: the endpoint's HTTP port is closed on purpose (port 1 on loopback).
   const adapter = createNacosAdapter({ id: 'w', kind: 'nacos', endpoints: ['127.0.0.1:1'], labels: {}, options: { apiVersion: 'grpc', grpcPort: rec.port, requestTimeoutMs: 2_000, ...options } }, { logger: silent });
@@ -127,6 +128,44 @@ describe('Nacos gRPC frames regsync sends', () => {
       udpPort: 0,
       module: 'naming',
     });
+  });
+
+  it('fuzzy-watches a scope with the reference’s fields and answers the sync and change notifies with their requestId', async () => {
+    const { rec, adapter } = await setup({}, { supportPersistentInstanceByGrpc: true, fuzzyWatch: true });
+    adapter.watchServices({ namespace: '', group: 'DEFAULT_GROUP' }, () => {});
+    await waitUntil(() => body(rec.unary, 'NamingFuzzyWatchRequest') !== undefined);
+    expect(body(rec.unary, 'NamingFuzzyWatchRequest')?.body).toEqual({
+      headers: {},
+      namespace: 'public',
+      groupKeyPattern: 'public>>DEFAULT_GROUP>>*',
+      receivedGroupKeys: [],
+      watchType: 'WATCH',
+      initializing: true,
+      module: 'naming',
+    });
+    rec.send('NamingFuzzyWatchSyncRequest', {
+      headers: {},
+      requestId: '21',
+      syncType: 'FUZZY_WATCH_INIT_NOTIFY',
+      groupKeyPattern: 'public>>DEFAULT_GROUP>>*',
+      contexts: [{ serviceKey: 'public@@DEFAULT_GROUP@@orders', changedType: 'ADD_SERVICE' }],
+      totalBatch: 1,
+      currentBatch: 1,
+      module: 'naming',
+    });
+    rec.send('NamingFuzzyWatchChangeNotifyRequest', {
+      headers: {},
+      requestId: '22',
+      syncType: 'FUZZY_WATCH_RESOURCE_CHANGED',
+      serviceKey: 'public@@DEFAULT_GROUP@@orders-v2',
+      changedType: 'ADD_SERVICE',
+      module: 'naming',
+    });
+    await waitUntil(() => rec.stream.length >= 3);
+    expect(rec.stream.slice(1).map((f) => [f.type, f.body])).toEqual([
+      ['NamingFuzzyWatchSyncResponse', { resultCode: 200, errorCode: 0, requestId: '21', success: true }],
+      ['NamingFuzzyWatchChangeNotifyResponse', { resultCode: 200, errorCode: 0, requestId: '22', success: true }],
+    ]);
   });
 
   it('subscribes and lists with the reference’s fields', async () => {

@@ -45,7 +45,7 @@ describe('embedded registry gRPC: connections', () => {
 
     await c.setup();
     const ack = c.received.find((m) => m.type === 'SetupAckRequest');
-    expect(ack?.body.abilityTable).toEqual({ supportPersistentInstanceByGrpc: true });
+    expect(ack?.body.abilityTable).toEqual({ supportPersistentInstanceByGrpc: true, fuzzyWatch: true });
     expect(ack?.body.requestId).toBeUndefined();
     const health = await c.call('HealthCheckRequest', { headers: {}, module: 'internal' });
     expect(health).toMatchObject({ type: 'HealthCheckResponse', body: { resultCode: 200, errorCode: 0, success: true } });

@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { ERROR_RESPONSE, failBody, NACOS_CODE, okBody, REQUEST, RESPONSE_OF, SERVER_REQUEST } from '../../../adapters/nacos/grpc/messages.js';
+import { ERROR_RESPONSE, failBody, FUZZY_WATCH_ABILITY, NACOS_CODE, okBody, REQUEST, RESPONSE_OF, SERVER_REQUEST } from '../../../adapters/nacos/grpc/messages.js';
 import { MAX_MESSAGE_BYTES, nacosGrpcServices, readPayload, toPayload, type Payload, type ReadPayload } from '../../../adapters/nacos/grpc/payload.js';
 import type { RegistryAuth } from '../auth.js';
 import type { LabelSource } from '../label-selector.js';
@@ -8,10 +8,11 @@ import type { NamingStore } from '../naming-store.js';
 import type { HostTimings } from '../service-view.js';
 import type { GrpcConnection } from './connection.js';
 import { ConnectionTable, DEFAULT_DETECTION, type DetectionOptions } from './connection-table.js';
+import { DEFAULT_FUZZY_LIMITS, FuzzyWatchHub, type FuzzyWatchStats } from './fuzzy-watch.js';
 import { DEFAULT_GRPC_PUSH, GrpcPusher, type GrpcPushOptions } from './grpc-pusher.js';
-import { handleNaming, isNamingRequest, type NamingHandlerContext } from './naming-handlers.js';
+import { handleNaming, isNamingRequest, type GrpcAnswer, type NamingHandlerContext } from './naming-handlers.js';
 
-/** Timings of the gRPC server; every field has Nacos' default. */
+/** Timings and limits of the gRPC server; every field has Nacos' default. */
 export interface GrpcServerOptions {
   /** Connections idle this long are sent `ClientDetectionRequest`. Default 20 000 ms. */
   staleAfterMs?: number;
@@ -27,6 +28,15 @@ export interface GrpcServerOptions {
   pushRetryDelayMs?: number;
   /** Attempts per push, the first included. Default 3. */
   pushMaxAttempts?: number;
+  /**
+   * Serve Nacos 3.x fuzzy watch (`NamingFuzzyWatchRequest`) and advertise the `fuzzyWatch` ability.
+   * Default true; false answers as a Nacos 2.x server does (no ability, 302 for the request).
+   */
+  fuzzyWatch?: boolean;
+  /** Distinct fuzzy-watch patterns over all connections (Nacos `nacos.naming.fuzzy.watch.max.pattern.count`). Default 20. */
+  fuzzyWatchMaxPatterns?: number;
+  /** Services one pattern matches at most (Nacos `nacos.naming.fuzzy.watch.max.pattern.match.service.count`). Default 500. */
+  fuzzyWatchMaxServices?: number;
 }
 
 /** What the gRPC server shares with the HTTP side of the registry. */
@@ -58,6 +68,8 @@ export interface GrpcServerStats {
   pushesLate: number;
   /** Unary requests from registered connections, by `metadata.type` (the bench and tests count what clients cost). */
   requests: Record<string, number>;
+  /** Fuzzy watch; undefined when not served. */
+  fuzzyWatch: FuzzyWatchStats | undefined;
 }
 
 /** A listening Nacos SDK gRPC server. */
@@ -97,26 +109,45 @@ export async function startGrpcServer(ctx: GrpcServerContext, host: string, port
     (connection) => {
       ctx.store.unpublishAll(connection.id);
       pusher.dropConnection(connection);
+      fuzzy?.dropConnection(connection);
     },
     log,
     detection,
   );
   const pusher = new GrpcPusher(ctx.store, ctx.timings, ctx.cmdb, pushOptions, log, (c) => table.unregister(c, 'push-failed'));
-  const naming: NamingHandlerContext = { store: ctx.store, pusher, auth: ctx.auth, log };
+  const fuzzy: FuzzyWatchHub | undefined =
+    options.fuzzyWatch === false
+      ? undefined
+      : new FuzzyWatchHub(
+          ctx.store,
+          {
+            maxPatterns: options.fuzzyWatchMaxPatterns ?? DEFAULT_FUZZY_LIMITS.maxPatterns,
+            maxServices: options.fuzzyWatchMaxServices ?? DEFAULT_FUZZY_LIMITS.maxServices,
+            mergeWindowMs: pushOptions.mergeWindowMs,
+            ackTimeoutMs: pushOptions.ackTimeoutMs,
+            retryDelayMs: pushOptions.retryDelayMs,
+            maxAttempts: pushOptions.maxAttempts,
+          },
+          log,
+          (c) => table.unregister(c, 'push-failed'),
+        );
+  const abilities: Record<string, boolean> = { supportPersistentInstanceByGrpc: true, ...(fuzzy ? { [FUZZY_WATCH_ABILITY]: true } : {}) };
+  const naming: NamingHandlerContext = { store: ctx.store, pusher, auth: ctx.auth, log, fuzzy };
 
   const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES });
   const services = nacosGrpcServices();
   server.addService(services.Request.service, {
     request: (call: grpc.ServerUnaryCall<Payload, Payload>, callback: grpc.sendUnaryData<Payload>) => {
       const answer = answerUnary(call.getPeer(), call.request);
-      callback(null, toPayload(answer.type, answer.body));
+      if (answer instanceof Promise) void answer.then((a) => callback(null, toPayload(a.type, a.body)));
+      else callback(null, toPayload(answer.type, answer.body));
     },
   });
   server.addService(services.BiRequestStream.service, {
     requestBiStream: (call: grpc.ServerDuplexStream<Payload, Payload>) => serveStream(call),
   });
 
-  function answerUnary(peer: string, payload: Payload): { type: string; body: Record<string, unknown> } {
+  function answerUnary(peer: string, payload: Payload): GrpcAnswer | Promise<GrpcAnswer> {
     const type = payload.metadata?.type ?? '';
     if (type === REQUEST.serverCheck) {
       const httpPort = ctx.httpPort === undefined ? {} : { httpPort: ctx.httpPort };
@@ -170,7 +201,7 @@ export async function startGrpcServer(ctx: GrpcServerContext, host: string, port
         });
         const ability = message.body.abilityTable;
         if (ability !== undefined && ability !== null) {
-          connection.send(SERVER_REQUEST.setupAck, { headers: {}, abilityTable: { supportPersistentInstanceByGrpc: true }, module: 'internal' });
+          connection.send(SERVER_REQUEST.setupAck, { headers: {}, abilityTable: abilities, module: 'internal' });
         }
         return;
       }
@@ -192,6 +223,7 @@ export async function startGrpcServer(ctx: GrpcServerContext, host: string, port
     server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
   });
   pusher.start();
+  fuzzy?.start();
   table.start();
   log.info({ host, port: bound }, 'embedded registry gRPC listening');
 
@@ -209,11 +241,13 @@ export async function startGrpcServer(ctx: GrpcServerContext, host: string, port
         pushesFailed: push.failed,
         pushesLate: push.late,
         requests: Object.fromEntries(requests),
+        fuzzyWatch: fuzzy?.stats(),
       };
     },
     connections: () => table.all(),
     async close() {
       pusher.close();
+      fuzzy?.close();
       table.close();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {

@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
 import type { ReadPayload } from '../../../adapters/nacos/grpc/payload.js';
-import { ERROR_RESPONSE, failBody, NACOS_CODE, okBody, REQUEST, RESPONSE_OF, type ResponseBody } from '../../../adapters/nacos/grpc/messages.js';
+import { ERROR_RESPONSE, failBody, NACOS_CODE, okBody, REQUEST, RESPONSE_OF, WATCH_TYPE, type ResponseBody } from '../../../adapters/nacos/grpc/messages.js';
 import type { RegistryAuth } from '../auth.js';
 import { groupedName, NamingError, type NamingStore } from '../naming-store.js';
 import type { GrpcConnection } from './connection.js';
+import type { FuzzyWatchHub } from './fuzzy-watch.js';
 import type { GrpcPusher } from './grpc-pusher.js';
 import { GrpcRequestError } from './grpc-request-error.js';
 import { readInstance, readInstances, readServiceRef } from './naming-input.js';
@@ -14,6 +15,8 @@ export interface NamingHandlerContext {
   pusher: GrpcPusher;
   auth: RegistryAuth;
   log: Logger;
+  /** Fuzzy watch (Nacos 3.x); undefined when the registry does not serve it, as a Nacos 2.x server (302, no handler). */
+  fuzzy: FuzzyWatchHub | undefined;
 }
 
 /** An answer: the response class and its body. */
@@ -25,8 +28,8 @@ export interface GrpcAnswer {
 interface NamingHandler {
   /** Needs the connection's naming client (set up with `module: naming`); Nacos answers -401 without one. */
   ownsState: boolean;
-  /** Answers the fields of a successful response; throws GrpcRequestError or NamingError to refuse. */
-  handle(ctx: NamingHandlerContext, connection: GrpcConnection, body: Record<string, unknown>): Record<string, unknown>;
+  /** Answers the fields of a successful response; throws (or rejects with) GrpcRequestError or NamingError to refuse. */
+  handle(ctx: NamingHandlerContext, connection: GrpcConnection, body: Record<string, unknown>): Record<string, unknown> | Promise<Record<string, unknown>>;
 }
 
 const HANDLERS: Readonly<Record<string, NamingHandler>> = {
@@ -100,6 +103,23 @@ const HANDLERS: Readonly<Record<string, NamingHandler>> = {
       return { count: names.length, serviceNames: names.slice((pageNo - 1) * pageSize, pageNo * pageSize) };
     },
   },
+  [REQUEST.fuzzyWatch]: {
+    // Nacos keys fuzzy watches by connection id, naming client or not.
+    ownsState: false,
+    handle(ctx, connection, body) {
+      const fuzzy = ctx.fuzzy as FuzzyWatchHub;
+      const pattern = body.groupKeyPattern;
+      if (typeof pattern !== 'string' || pattern === '') throw new GrpcRequestError(400, 'groupKeyPattern is required');
+      if (body.watchType === WATCH_TYPE.cancel) {
+        fuzzy.cancel(connection, pattern);
+        return {};
+      }
+      if (body.watchType !== WATCH_TYPE.watch) throw new GrpcRequestError(400, `Unsupported request type ${String(body.watchType)}`);
+      const received = Array.isArray(body.receivedGroupKeys) ? body.receivedGroupKeys.filter((k): k is string => typeof k === 'string') : [];
+      // Answered once the pattern's matched set is built: a new pattern scans its namespace in slices.
+      return fuzzy.watch(connection, pattern, received, body.initializing === true).then(() => ({}));
+    },
+  },
 };
 
 /** Whether `type` is a naming request class the server handles. */
@@ -113,10 +133,20 @@ export function isNamingRequest(type: string): boolean {
  * handler. Refusals come back in the handler's response type with `resultCode` 500 and the Nacos
  * `errorCode` (403, 400, 500); -401 comes back as `ErrorResponse` with that code as `resultCode` too.
  */
-export function handleNaming(ctx: NamingHandlerContext, connection: GrpcConnection, request: ReadPayload): GrpcAnswer {
+export function handleNaming(ctx: NamingHandlerContext, connection: GrpcConnection, request: ReadPayload): GrpcAnswer | Promise<GrpcAnswer> {
   const handler = HANDLERS[request.type];
   const type = RESPONSE_OF[request.type] ?? ERROR_RESPONSE;
-  if (!handler) return { type: ERROR_RESPONSE, body: failBody(NACOS_CODE.noHandler, 'RequestHandler Not Found') };
+  if (!handler || (request.type === REQUEST.fuzzyWatch && !ctx.fuzzy)) return { type: ERROR_RESPONSE, body: failBody(NACOS_CODE.noHandler, 'RequestHandler Not Found') };
+  const refused = (err: unknown): GrpcAnswer => {
+    if (err instanceof GrpcRequestError) return { type, body: failBody(err.errorCode, err.message) };
+    if (err instanceof NamingError) return { type, body: failBody(NACOS_CODE.invalidParam, err.message) };
+    ctx.log.warn({ err, connectionId: connection.id, type: request.type }, 'grpc naming request failed');
+    return { type, body: failBody(NACOS_CODE.fail, err instanceof Error ? err.message : String(err)) };
+  };
+  const answered = (fields: Record<string, unknown>): GrpcAnswer => {
+    ctx.log.debug({ connectionId: connection.id, type: request.type, service: serviceOf(request.body) }, 'grpc naming request');
+    return { type, body: okBody(fields) };
+  };
   try {
     authorize(ctx.auth, request.headers);
     if (handler.ownsState && !connection.isNaming) {
@@ -127,13 +157,9 @@ export function handleNaming(ctx: NamingHandlerContext, connection: GrpcConnecti
       };
     }
     const fields = handler.handle(ctx, connection, request.body);
-    ctx.log.debug({ connectionId: connection.id, type: request.type, service: serviceOf(request.body) }, 'grpc naming request');
-    return { type, body: okBody(fields) };
+    return fields instanceof Promise ? fields.then(answered, refused) : answered(fields);
   } catch (err) {
-    if (err instanceof GrpcRequestError) return { type, body: failBody(err.errorCode, err.message) };
-    if (err instanceof NamingError) return { type, body: failBody(NACOS_CODE.invalidParam, err.message) };
-    ctx.log.warn({ err, connectionId: connection.id, type: request.type }, 'grpc naming request failed');
-    return { type, body: failBody(NACOS_CODE.fail, err instanceof Error ? err.message : String(err)) };
+    return refused(err);
   }
 }
 
