@@ -204,9 +204,13 @@ export class SyncEngine implements TaskControl {
         this.log.warn({ err, task: active.task.id, shard }, 'cannot watch the source yet; retrying at the next full sync');
         continue;
       }
-      if (this.active.get(active.task.id) !== active || !this.leads(shard)) continue;
-      for (const [key, sync] of active.services) {
-        if (sync.shard !== shard || sync.unwatch) continue;
+      // A task of 100,000 services: the walk gives the event loop back every few milliseconds.
+      const clock = sliceClock();
+      for (const [key, sync] of [...active.services]) {
+        const pause = clock.pause();
+        if (pause) await pause;
+        if (this.active.get(active.task.id) !== active || !this.leads(shard)) break;
+        if (sync.shard !== shard || sync.unwatch || active.services.get(key) !== sync) continue;
         this.watchService(source, active, key, sync);
         started.push(key);
       }
