@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { instancesDigest, type Instance, type Unsubscribe, type WatchEvent } from '../../../src/model/index.js';
 import { describeService, groupedName, watchKey, type ServiceRef } from '../wire.js';
 import type { ServiceInfoRead } from './messages.js';
+import { packInstances, unpackInstances, type PackedInstances } from './packed-instances.js';
 import { callWatchers, type Watcher } from '../watchers.js';
 
 export interface SubscriptionsOptions {
@@ -18,8 +19,8 @@ interface Subscription {
   ref: ServiceRef;
   key: string;
   watchers: Set<Watcher>;
-  /** The last state the server sent (subscribe answer or push). */
-  instances: Instance[] | undefined;
+  /** The last state the server sent (subscribe answer or push), packed: kept for as long as the watch. */
+  instances: PackedInstances | undefined;
   digest: string | undefined;
   /** Generation of the connection that confirmed the subscription. */
   generation: number;
@@ -91,7 +92,7 @@ export class GrpcSubscriptions {
     }
     const { generation, ready } = this.opts.connection();
     if (!ready || sub.generation !== generation || sub.instances === undefined) return undefined;
-    return sub.instances.map((i) => ({ ...i, metadata: { ...i.metadata } }));
+    return unpackInstances(sub.instances);
   }
 
   /** The digest of a watched service's list as the live connection last heard it; undefined when not confirmed there. */
@@ -159,7 +160,7 @@ export class GrpcSubscriptions {
   private accept(sub: Subscription, instances: Instance[], generation: number, firstRead = false): void {
     const digest = instancesDigest(instances);
     const changed = sub.digest !== undefined && digest !== sub.digest;
-    sub.instances = instances;
+    sub.instances = packInstances(instances);
     sub.digest = digest;
     sub.generation = Math.max(sub.generation, generation);
     if (firstRead) this.notify(sub, { firstRead: instances });
