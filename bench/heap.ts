@@ -316,6 +316,23 @@ async function snapshotOf(pid: number, dir: string): Promise<string> {
 
 const kib = (bytes: number) => (bytes / 1024).toFixed(2);
 
+/** SIGURG to `pid` (started with --report-on-signal --report-signal=SIGURG): its V8 heap as the diagnostic report gives it. */
+async function heapReport(pid: number, dir: string): Promise<{ committedMiB: number; usedMiB: number }> {
+  const before = new Set(readdirSync(dir));
+  process.kill(pid, 'SIGURG');
+  for (;;) {
+    await delay(200);
+    const file = readdirSync(dir).find((f) => f.startsWith('report.') && f.endsWith('.json') && !before.has(f));
+    if (file === undefined) continue;
+    try {
+      const report = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { javascriptHeap: { totalCommittedMemory: number; usedMemory: number } };
+      return { committedMiB: report.javascriptHeap.totalCommittedMemory / 1048576, usedMiB: report.javascriptHeap.usedMemory / 1048576 };
+    } catch {
+      // Still being written.
+    }
+  }
+}
+
 async function main(): Promise<void> {
   const root = repoRoot();
   const dir = resolve(root, flags.dir ?? 'dist/bench-heap', `${SERVICES}x${INSTANCES}-${Date.now()}`);
@@ -343,7 +360,7 @@ async function main(): Promise<void> {
       name: 'heap-worker',
       logDir: dir,
       logLevel: 'warn',
-      nodeFlags: ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${dir}`],
+      nodeFlags: ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${dir}`, '--report-on-signal', '--report-signal=SIGURG', `--report-directory=${dir}`],
     });
     started.push(worker);
     const pid = worker.proc.pid as number;
@@ -371,6 +388,7 @@ async function main(): Promise<void> {
     while ((await queue.depth()) > 0) await delay(200);
     await delay(SETTLE_S * 1000);
     const rssBefore = processRssMiB(pid) ?? 0;
+    const heapBefore = await heapReport(pid, dir);
     const fileBefore = flags['rss-only'] ? '' : await snapshotOf(pid, dir);
     console.log(`baseline snapshot ${fileBefore} (worker RSS ${rssBefore.toFixed(1)} MiB)`);
 
@@ -383,12 +401,14 @@ async function main(): Promise<void> {
     while ((await queue.depth()) > 0) await delay(200);
     await delay(SETTLE_S * 1000);
     const rssAfter = processRssMiB(pid) ?? 0;
+    const heapAfter = await heapReport(pid, dir);
     const fileAfter = flags['rss-only'] ? '' : await snapshotOf(pid, dir);
     console.log(`converged snapshot ${fileAfter} (worker RSS ${rssAfter.toFixed(1)} MiB)`);
     for (const p of started.reverse()) await p.stop();
     started.length = 0;
     const rss = (rssAfter - rssBefore) * 1048576;
     console.log(`worker RSS: ${rssBefore.toFixed(1)} -> ${rssAfter.toFixed(1)} MiB; per service sync: ${kib(rss / SERVICES)} KiB; per copy: ${(rss / copies).toFixed(0)} bytes${flags['rss-only'] ? '' : ' (after the baseline snapshot, which grows RSS by itself: see --rss-only)'}`);
+    console.log(`worker V8 heap (diagnostic report): committed ${heapBefore.committedMiB.toFixed(1)} -> ${heapAfter.committedMiB.toFixed(1)} MiB, used ${heapBefore.usedMiB.toFixed(1)} -> ${heapAfter.usedMiB.toFixed(1)} MiB; per service sync: committed ${kib(((heapAfter.committedMiB - heapBefore.committedMiB) * 1048576) / SERVICES)} KiB, used ${kib(((heapAfter.usedMiB - heapBefore.usedMiB) * 1048576) / SERVICES)} KiB`);
     if (flags['rss-only']) return;
 
     report(readSnapshot(fileBefore), readSnapshot(fileAfter), { services: SERVICES, copies });
