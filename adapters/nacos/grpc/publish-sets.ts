@@ -38,7 +38,9 @@ interface Entry {
  * whenever it differs from what the connection holds. Sends of one service are serial and
  * coalesce: a caller resolves once a send that includes its change was accepted. The merge is
  * deterministic (sorted by address, metadata keys sorted): every replica that publishes the same
- * shares sends byte-identical instances, which Nacos shows once.
+ * shares sends byte-identical instances, which Nacos shows once. Kept per service for as long as
+ * its copies live: the shares packed ({@link packInstances}) and a digest of what was sent, not the
+ * instances and the text.
  */
 export class PublishSets {
   private readonly entries = new Map<string, Entry>();
@@ -108,16 +110,16 @@ export class PublishSets {
   private async sendIfChanged(entry: Entry): Promise<void> {
     const merged = merge(entry);
     const wire = merged.map((i) => wireInstance(entry.ref, i));
-    const text = createHash('sha1').update(JSON.stringify(wire)).digest('base64url');
+    const digest = createHash('sha1').update(JSON.stringify(wire)).digest('base64url');
     const empty = wire.length === 0;
-    if (text === entry.sent || (empty && entry.sent === undefined)) {
+    if (digest === entry.sent || (empty && entry.sent === undefined)) {
       if (empty && entry.owners.size === 0) this.forget(entry);
       return;
     }
     const last = entry.sentOne;
     if (empty && last) await this.opts.clear(entry.ref, wireInstance(entry.ref, unpackInstances(last)[0] as Instance));
     else await this.opts.send(entry.ref, wire);
-    entry.sent = empty ? undefined : text;
+    entry.sent = empty ? undefined : digest;
     entry.sentOne = merged.length === 0 ? undefined : packInstances(merged.slice(0, 1));
     this.hold(entry, wire.length);
     this.opts.log.debug({ service: describeService(entry.ref), instances: wire.length }, 'nacos gRPC publish set sent');
