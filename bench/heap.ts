@@ -23,7 +23,15 @@ import { API_READY, callApi, QueueSampler, repoRoot, startRegsyncCommand, WORKER
  * `(string)`...), divided by the service syncs and the copies, and the biggest groups are traced to
  * the retainer chains that hold them (shortest path from the GC roots, as DevTools shows it).
  *
- *   node dist/bench/heap.js --services 1000 --instances 10
+ * RSS and the V8 heap's committed and used sizes (from a diagnostic report, `--report-signal`) are
+ * printed too; a snapshot grows the worker's RSS by itself, so take RSS figures with `--rss-only`,
+ * and with `--settle-s 60` or so, which lets V8 give back what the convergence left behind.
+ *
+ *   npx tsc -p tsconfig.bench.json
+ *   node --max-old-space-size=8192 dist/bench/heap.js --services 10000 --instances 10
+ *   node dist/bench/heap.js --services 10000 --instances 10 --rss-only --settle-s 60
+ *
+ * `--keep` keeps the snapshots and the logs (in dist/bench-heap/).
  */
 
 const { values: flags } = parseArgs({
@@ -409,7 +417,10 @@ async function main(): Promise<void> {
     const rss = (rssAfter - rssBefore) * 1048576;
     console.log(`worker RSS: ${rssBefore.toFixed(1)} -> ${rssAfter.toFixed(1)} MiB; per service sync: ${kib(rss / SERVICES)} KiB; per copy: ${(rss / copies).toFixed(0)} bytes${flags['rss-only'] ? '' : ' (after the baseline snapshot, which grows RSS by itself: see --rss-only)'}`);
     console.log(`worker V8 heap (diagnostic report): committed ${heapBefore.committedMiB.toFixed(1)} -> ${heapAfter.committedMiB.toFixed(1)} MiB, used ${heapBefore.usedMiB.toFixed(1)} -> ${heapAfter.usedMiB.toFixed(1)} MiB; per service sync: committed ${kib(((heapAfter.committedMiB - heapBefore.committedMiB) * 1048576) / SERVICES)} KiB, used ${kib(((heapAfter.usedMiB - heapBefore.usedMiB) * 1048576) / SERVICES)} KiB`);
-    if (flags['rss-only']) return;
+    if (flags['rss-only']) {
+      if (!flags.keep) rmSync(dir, { recursive: true, force: true });
+      return;
+    }
 
     report(readSnapshot(fileBefore), readSnapshot(fileAfter), { services: SERVICES, copies });
     if (!flags.keep) rmSync(dir, { recursive: true, force: true });
