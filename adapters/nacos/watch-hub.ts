@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { instancesDigest, type Instance, type Unsubscribe, type WatchEvent, type WatchOptions } from '../../src/model/index.js';
 import { describeService, groupedName, watchKey, type ServiceRef } from './wire.js';
+import { GroupedIndex } from './grouped-index.js';
 import { callWatchers, type Watcher } from './watchers.js';
 
 export interface WatchHubOptions {
@@ -60,7 +61,7 @@ interface Subscription {
 export class WatchHub {
   private readonly subscriptions = new Map<string, Subscription>();
   /** Subscriptions by `group@@name`: a push does not say which namespace it is about. */
-  private readonly byGroupedName = new Map<string, Set<Subscription>>();
+  private readonly byGroupedName = new GroupedIndex<Subscription>();
   private closed = false;
 
   constructor(private readonly options: WatchHubOptions) {}
@@ -77,13 +78,7 @@ export class WatchHub {
     if (!sub) {
       sub = { ref, key, watchers: new Set(), timer: undefined, fingerprint: undefined, baseline: undefined, failing: false, active: true, awaitingFirstPoll: true };
       this.subscriptions.set(key, sub);
-      const grouped = groupedName(ref);
-      let set = this.byGroupedName.get(grouped);
-      if (!set) {
-        set = new Set();
-        this.byGroupedName.set(grouped, set);
-      }
-      set.add(sub);
+      this.byGroupedName.add(groupedName(ref), sub);
       const random = this.options.random ?? Math.random;
       const span = this.options.firstPollDelayMs ?? this.options.pollIntervalMs;
       this.schedule(sub, Math.floor(span * (options.readFollows ? 1 + random() : 0.5 + 0.5 * random())));
@@ -99,9 +94,7 @@ export class WatchHub {
    * subscription is told (no instances are decoded or compared on this path).
    */
   pushed(grouped: string): void {
-    const subs = this.byGroupedName.get(grouped);
-    if (!subs || subs.size === 0) return;
-    for (const sub of [...subs]) this.notify(sub, 'push');
+    for (const sub of this.byGroupedName.get(grouped)) this.notify(sub, 'push');
   }
 
   /**
@@ -142,10 +135,7 @@ export class WatchHub {
     if (!sub.watchers.delete(watcher) || sub.watchers.size > 0) return;
     this.deactivate(sub);
     if (this.subscriptions.get(sub.key) === sub) this.subscriptions.delete(sub.key);
-    const grouped = groupedName(sub.ref);
-    const set = this.byGroupedName.get(grouped);
-    set?.delete(sub);
-    if (set?.size === 0) this.byGroupedName.delete(grouped);
+    this.byGroupedName.delete(groupedName(sub.ref), sub);
   }
 
   private deactivate(sub: Subscription): void {

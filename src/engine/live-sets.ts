@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Instance } from '../model/types.js';
@@ -16,9 +16,11 @@ import { redisKeys } from '../util/redis-keys.js';
  * Writes are skipped when the hash holds the same set as this process last wrote or read there; a
  * change announced by another process makes that unknown, and the next record reads the key before
  * it writes, so a set another replica replaced is written back, and one it holds already is neither
- * written nor announced again (a synced service reconciles without touching Redis here).
+ * written nor announced again (a synced service reconciles without touching Redis here). What this
+ * process last wrote or read is kept as a digest of the value (the set itself lives in Redis).
  */
 export class LiveSets {
+  /** Service sync key -> digest of what the hash holds for it as this process last wrote or read it. */
   private readonly written = new Map<string, string>();
   private readonly channel: string;
 
@@ -37,11 +39,12 @@ export class LiveSets {
     const value = ephemeral.length === 0 ? '' : JSON.stringify(ephemeral);
     // Unknown here (first record of the key, or another process changed it since): read it first,
     // so that a record that holds the same set already is neither written nor announced again.
-    if (!this.written.has(key)) this.written.set(key, (await this.redis.hget(this.hashKey(shard), key)) ?? '');
-    if (this.written.get(key) === value) return;
+    if (!this.written.has(key)) this.written.set(key, valueDigest((await this.redis.hget(this.hashKey(shard), key)) ?? ''));
+    const digest = valueDigest(value);
+    if (this.written.get(key) === digest) return;
     if (value === '') await this.redis.hdel(this.hashKey(shard), key);
     else await this.redis.hset(this.hashKey(shard), key, value);
-    this.written.set(key, value);
+    this.written.set(key, digest);
     if (notify) await this.announce(shard, key);
   }
 
@@ -55,7 +58,7 @@ export class LiveSets {
   /** The live set of one service sync. */
   async get(key: string, shard: number): Promise<Instance[]> {
     const raw = (await this.redis.hget(this.hashKey(shard), key)) ?? '';
-    this.written.set(key, raw);
+    this.written.set(key, valueDigest(raw));
     return raw ? (JSON.parse(raw) as Instance[]) : [];
   }
 
@@ -103,4 +106,9 @@ export class LiveSets {
   private hashKey(shard: number): string {
     return redisKeys.liveSet(this.prefix, shard);
   }
+}
+
+/** What {@link LiveSets} remembers of a hash value: none (`''`) stays itself, a set its SHA-1. */
+function valueDigest(value: string): string {
+  return value === '' ? '' : createHash('sha1').update(value).digest('base64url');
 }

@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { instanceId, type Instance } from '../../../src/model/index.js';
 import { describeService, watchKey, type ServiceRef } from '../wire.js';
 import { batchProblem, wireInstance, type WireInstance } from './messages.js';
+import { packInstances, unpackInstances, type PackedInstances } from './packed-instances.js';
 
 export interface PublishSetsOptions {
   log: Logger;
@@ -17,12 +19,12 @@ export interface PublishSetsOptions {
 
 interface Entry {
   ref: ServiceRef;
-  /** Each owner's share (a service sync key -> its ephemeral copies). */
-  owners: Map<string, readonly Instance[]>;
-  /** JSON of the set the live connection holds; undefined when it holds none. */
+  /** Each owner's share (a service sync key -> its ephemeral copies, packed: kept for as long as the copies live). */
+  owners: Map<string, PackedInstances>;
+  /** Digest of the JSON of the set the live connection holds; undefined when it holds none. */
   sent: string | undefined;
-  /** One instance of that set (what a clear names). */
-  sentOne: WireInstance | undefined;
+  /** One instance of that set (what a clear names), packed. */
+  sentOne: PackedInstances | undefined;
   /** How many instances that set holds (0: none). */
   held: number;
   /** The last send queued: sends of one service go one after another. */
@@ -36,7 +38,9 @@ interface Entry {
  * whenever it differs from what the connection holds. Sends of one service are serial and
  * coalesce: a caller resolves once a send that includes its change was accepted. The merge is
  * deterministic (sorted by address, metadata keys sorted): every replica that publishes the same
- * shares sends byte-identical instances, which Nacos shows once.
+ * shares sends byte-identical instances, which Nacos shows once. Kept per service for as long as
+ * its copies live: the shares packed ({@link packInstances}) and a digest of what was sent, not the
+ * instances and the text.
  */
 export class PublishSets {
   private readonly entries = new Map<string, Entry>();
@@ -61,7 +65,7 @@ export class PublishSets {
       this.entries.set(key, entry);
     }
     if (ephemeral.length === 0) entry.owners.delete(owner);
-    else entry.owners.set(owner, ephemeral);
+    else entry.owners.set(owner, packInstances(ephemeral));
     if (resend) entry.sent = undefined;
     return this.flush(entry);
   }
@@ -104,18 +108,19 @@ export class PublishSets {
   }
 
   private async sendIfChanged(entry: Entry): Promise<void> {
-    const wire = merge(entry).map((i) => wireInstance(entry.ref, i));
-    const text = JSON.stringify(wire);
+    const merged = merge(entry);
+    const wire = merged.map((i) => wireInstance(entry.ref, i));
+    const digest = createHash('sha1').update(JSON.stringify(wire)).digest('base64url');
     const empty = wire.length === 0;
-    if (text === entry.sent || (empty && entry.sent === undefined)) {
+    if (digest === entry.sent || (empty && entry.sent === undefined)) {
       if (empty && entry.owners.size === 0) this.forget(entry);
       return;
     }
     const last = entry.sentOne;
-    if (empty && last) await this.opts.clear(entry.ref, last);
+    if (empty && last) await this.opts.clear(entry.ref, wireInstance(entry.ref, unpackInstances(last)[0] as Instance));
     else await this.opts.send(entry.ref, wire);
-    entry.sent = empty ? undefined : text;
-    entry.sentOne = wire[0];
+    entry.sent = empty ? undefined : digest;
+    entry.sentOne = merged.length === 0 ? undefined : packInstances(merged.slice(0, 1));
     this.hold(entry, wire.length);
     this.opts.log.debug({ service: describeService(entry.ref), instances: wire.length }, 'nacos gRPC publish set sent');
     if (empty && entry.owners.size === 0) this.forget(entry);
@@ -131,7 +136,8 @@ export class PublishSets {
 function merge(entry: Entry): Instance[] {
   const byId = new Map<string, Instance>();
   for (const owner of [...entry.owners.keys()].sort()) {
-    for (const instance of entry.owners.get(owner) ?? []) {
+    const share = entry.owners.get(owner);
+    for (const instance of share === undefined ? [] : unpackInstances(share)) {
       const id = instanceId(instance);
       if (!byId.has(id)) byId.set(id, instance);
     }

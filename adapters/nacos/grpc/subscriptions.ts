@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import { instancesDigest, type Instance, type Unsubscribe, type WatchEvent } from '../../../src/model/index.js';
 import { describeService, groupedName, watchKey, type ServiceRef } from '../wire.js';
 import type { ServiceInfoRead } from './messages.js';
+import { packInstances, unpackInstances, type PackedInstances } from './packed-instances.js';
+import { GroupedIndex } from '../grouped-index.js';
 import { callWatchers, type Watcher } from '../watchers.js';
 
 export interface SubscriptionsOptions {
@@ -18,8 +20,8 @@ interface Subscription {
   ref: ServiceRef;
   key: string;
   watchers: Set<Watcher>;
-  /** The last state the server sent (subscribe answer or push). */
-  instances: Instance[] | undefined;
+  /** The last state the server sent (subscribe answer or push), packed: kept for as long as the watch. */
+  instances: PackedInstances | undefined;
   digest: string | undefined;
   /** Generation of the connection that confirmed the subscription. */
   generation: number;
@@ -44,7 +46,7 @@ interface Subscription {
  */
 export class GrpcSubscriptions {
   private readonly subs = new Map<string, Subscription>();
-  private readonly byGroupedName = new Map<string, Set<Subscription>>();
+  private readonly byGroupedName = new GroupedIndex<Subscription>();
   private closed = false;
   private pushes = 0;
 
@@ -65,10 +67,7 @@ export class GrpcSubscriptions {
     if (!sub) {
       sub = { ref, key, watchers: new Set(), instances: undefined, digest: undefined, generation: 0, pending: undefined, claimed: false, retryTimer: undefined, retryMs: this.opts.retryMs ?? 1_000, active: true };
       this.subs.set(key, sub);
-      const grouped = groupedName(ref);
-      let set = this.byGroupedName.get(grouped);
-      if (!set) this.byGroupedName.set(grouped, (set = new Set()));
-      set.add(sub);
+      this.byGroupedName.add(groupedName(ref), sub);
       this.start(sub);
     }
     const watcher: Watcher = { onChange };
@@ -91,7 +90,7 @@ export class GrpcSubscriptions {
     }
     const { generation, ready } = this.opts.connection();
     if (!ready || sub.generation !== generation || sub.instances === undefined) return undefined;
-    return sub.instances.map((i) => ({ ...i, metadata: { ...i.metadata } }));
+    return unpackInstances(sub.instances);
   }
 
   /** The digest of a watched service's list as the live connection last heard it; undefined when not confirmed there. */
@@ -105,7 +104,7 @@ export class GrpcSubscriptions {
   /** A `NotifySubscriberRequest`'s service state. */
   pushed(info: ServiceInfoRead): void {
     const grouped = groupedName({ group: info.groupName ?? 'DEFAULT_GROUP', name: info.name });
-    const subs = [...(this.byGroupedName.get(grouped) ?? [])].filter((s) => s.active);
+    const subs = this.byGroupedName.get(grouped).filter((s) => s.active);
     if (subs.length === 0) return;
     this.pushes += 1;
     if (subs.length === 1) {
@@ -159,7 +158,7 @@ export class GrpcSubscriptions {
   private accept(sub: Subscription, instances: Instance[], generation: number, firstRead = false): void {
     const digest = instancesDigest(instances);
     const changed = sub.digest !== undefined && digest !== sub.digest;
-    sub.instances = instances;
+    sub.instances = packInstances(instances);
     sub.digest = digest;
     sub.generation = Math.max(sub.generation, generation);
     if (firstRead) this.notify(sub, { firstRead: instances });
@@ -176,10 +175,7 @@ export class GrpcSubscriptions {
     sub.active = false;
     clearTimeout(sub.retryTimer);
     if (this.subs.get(sub.key) === sub) this.subs.delete(sub.key);
-    const grouped = groupedName(sub.ref);
-    const set = this.byGroupedName.get(grouped);
-    set?.delete(sub);
-    if (set?.size === 0) this.byGroupedName.delete(grouped);
+    this.byGroupedName.delete(groupedName(sub.ref), sub);
     this.opts.subscribe(sub.ref, false).catch((err: unknown) => this.opts.log.debug({ err, service: describeService(sub.ref) }, 'nacos gRPC unsubscribe failed'));
   }
 }
