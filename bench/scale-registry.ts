@@ -36,7 +36,7 @@ export interface RegistrySample {
   /** Instances in namespace `public` (counted from the store's change events). */
   copies: number;
   services: number;
-  /** The last time pushesSent was seen to grow (sampled every 50 ms), wall clock; undefined: never. */
+  /** The last time pushesSent was seen to grow (sampled every 250 ms), wall clock; undefined: never. */
   lastPushAt: number | undefined;
 }
 
@@ -121,7 +121,7 @@ async function serve(input: ScaleRegistryInput): Promise<void> {
     const sent = registry.grpc?.stats().pushesSent ?? 0;
     if (sent > lastPushes) lastPushAt = wallNow();
     lastPushes = sent;
-  }, 50).unref();
+  }, 250).unref();
 
   const handle = (req: Request): unknown => {
     switch (req.op) {

@@ -123,7 +123,7 @@ export interface ScaleResult {
         redisUsedMiB: { before: number | undefined; after: number | undefined };
       }
     | undefined;
-  /** From convergence until A's last push (sampled every 50 ms); undefined: pushes had not stopped by the end of the settle wait. */
+  /** From convergence until A's last push (sampled every 250 ms); undefined: pushes had not stopped by the end of the settle wait. */
   pushesStopMs: number | undefined;
   settleS: number | undefined;
   rest: { seconds: number; fullSyncIntervalMs: number; pushesA: number; pushesB: number; readsA: Record<string, number>; readsB: Record<string, number>; httpA: RequestCounts; httpB: RequestCounts } | undefined;
@@ -159,7 +159,10 @@ interface WorkerProc {
   killed: boolean;
 }
 
+/** prom-client's `eventLoopMonitoringPrecision` (its default, regsync's): the histogram's values include it. */
 const RESOLUTION_S = 0.01;
+/** `--max-old-space-size` of the workers unless `--regsync-node-flag` gives one. */
+const WORKER_HEAP_MIB = 6_144;
 
 /** Reads the figures the phase needs from a worker's `/metrics` (prom-client's default metrics). */
 export function parseWorkerMetrics(text: string): { heapUsed?: number; heapTotal?: number; lagP99?: number; lagMax?: number } {
@@ -375,7 +378,9 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
     const b = await ScaleRegistry.start({ name: 'B', pushMergeWindowMs: params.mergeWindowMs });
     registries.push(b);
 
-    const common = { logDir: params.logDir, nodeFlags: params.nodeFlags, profileDir: params.profileDir };
+    // A worker holds tens of thousands of service syncs: room beyond V8's default heap limit (about 4 GiB here), unless a flag says otherwise.
+    const nodeFlags = params.nodeFlags.some((f) => f.startsWith('--max-old-space-size')) ? params.nodeFlags : [...params.nodeFlags, `--max-old-space-size=${WORKER_HEAP_MIB}`];
+    const common = { logDir: params.logDir, nodeFlags, profileDir: params.profileDir };
     api = await startRegsyncCommand({ ...common, args: ['api', '--listen', '127.0.0.1:0', '--redis', redis.url], ready: API_READY, name: 'scale-api', timeoutMs: Math.min(30_000, left()) });
     const url = api.ready;
     for (const id of ids) {
