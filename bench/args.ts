@@ -281,6 +281,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
     value === '0' ? 0 : positiveInt(name, value, Math.max(1, Math.round(rawWarmupWrites(copies) / perService)));
   const scaleServices = positiveInt('scale-services', v['scale-services'], quick ? 1_000 : 100_000);
   const scaleInstances = positiveInt('scale-instances', v['scale-instances'], quick ? 5 : 10);
+  if (scaleServices > 990_000) throw new UsageError('--scale-services must stay below 990,000 (the task\'s maxServices is at most 1,000,000)');
   if ((scaleServices + 1_000) * scaleInstances > 16_000_000) throw new UsageError('--scale-services x --scale-instances must stay below 16 million (one 10.x.y.z address each)');
   const scaleTimeoutS = positiveInt('scale-timeout', v['scale-timeout'], quick ? 180 : 900);
   const timeoutDefault = (quick ? 240 : 900) + (only.includes('scale') ? scaleTimeoutS : 0);

@@ -399,7 +399,8 @@ export function formatReport(r: BenchResult): string {
     `regsync bench: node ${r.machine.node}, ${r.machine.platform}, ${r.machine.cpus} CPUs (${r.machine.cpuModel}), ${r.machine.memoryGiB.toFixed(1)} GiB; run took ${seconds(r.durationMs)}`,
     `parameters: ${int(p.services)} services x ${int(p.instances)} instances = ${int(p.services * p.instances)} copies; ` +
       `raw ${int(p.writes)} writes over ${int(p.services)} services at concurrency ${p.concurrency}, ${p.rawRounds} round(s); ` +
-      `${int(p.changes)} changes at ${p.rate}/s; ${int(p.shardServices)} service syncs in the sharded phase${p.quick ? ' (--quick)' : ''}`,
+      `${int(p.changes)} changes at ${p.rate}/s; ${int(p.shardServices)} service syncs in the sharded phase` +
+      `${p.only.includes('scale') ? `; scale ${int(p.scaleServices)} x ${p.scaleInstances}` : ''}${p.quick ? ' (--quick)' : ''}`,
     '',
     table(rows),
     '',

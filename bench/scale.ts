@@ -319,6 +319,14 @@ class Recorder {
   }
 }
 
+/**
+ * The task's `maxServices`: regsync's default (50,000) would leave half of 100,000 services out, so
+ * the task allows every service of the phase and the new ones (the API's ceiling is 1,000,000).
+ */
+export function maxServicesOf(params: Pick<ScaleParams, 'services' | 'newServices'>): number {
+  return Math.min(1_000_000, params.services + params.newServices + 1_000);
+}
+
 /** Rejects when `p` takes longer than `ms`. */
 async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   const timer = new AbortController();
@@ -447,7 +455,7 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
     const progressTicker = setInterval(() => say(`B: ${(rec.latest[1]?.copies ?? 0).toLocaleString('en-US')} / ${copies.toLocaleString('en-US')} copies after ${((wallNow() - t0) / 1000).toFixed(0)} s`), 10_000);
     let reachedAt: number | undefined;
     try {
-      await within(callApi(url, 'POST', '/api/v1/tasks', { id: TASK, source: 'a', destination: 'b', service: '*', options: { fullSyncIntervalMs: params.fullSyncIntervalMs } }, 201), left(), 'POST task');
+      await within(callApi(url, 'POST', '/api/v1/tasks', { id: TASK, source: 'a', destination: 'b', service: '*', options: { fullSyncIntervalMs: params.fullSyncIntervalMs, maxServices: maxServicesOf(params) } }, 201), left(), 'POST task');
       reachedAt = await b.reached(copies, wallNow() + left());
     } finally {
       clearInterval(progressTicker);
