@@ -1,7 +1,9 @@
 import { parseArgs } from 'node:util';
 
 /** The phases of a run, in the order they run. */
-export const PHASES = ['raw', 'cold', 'latency', 'zk', 'rest', 'grpc-latency', 'grpc-cold', 'dns', 'consul', 'eureka', 'shards'] as const;
+export const PHASES = ['raw', 'cold', 'latency', 'zk', 'rest', 'grpc-latency', 'grpc-cold', 'dns', 'consul', 'eureka', 'shards', 'scale'] as const;
+/** Phases run only when `--only` names them (minutes at their default size). */
+export const OPT_IN_PHASES: readonly Phase[] = ['scale'];
 export type Phase = (typeof PHASES)[number];
 
 /** What one run measures and how hard it pushes. */
@@ -62,7 +64,22 @@ export interface BenchArgs {
   eurekaServices: number;
   eurekaInstances: number;
   eurekaWarmupServices: number;
-  /** Phases to run (default all). */
+  /** The scale phase: services x ephemeral instances over gRPC, 3 workers with `scaleShards` shards x 2 replicas. */
+  scaleServices: number;
+  scaleInstances: number;
+  scaleShards: number;
+  /** The scale task's fullSyncIntervalMs and the rest window (longer, so that it holds a full sync), seconds. */
+  scaleFullSyncMs: number;
+  scaleRestS: number;
+  /** Longest wait after convergence for A's pushes to stop before the rest window, seconds. */
+  scaleSettleS: number;
+  /** New services registered after the rest window, each timed until its copies are in B. */
+  scaleNewServices: number;
+  /** Push merge window of registries A and B in the scale phase. */
+  scaleMergeWindowMs: number;
+  /** Deadline of the scale phase, seconds (it replaces --phase-timeout there). */
+  scaleTimeoutS: number;
+  /** Phases to run (default all but the opt-in ones). */
   only: Phase[];
   json: boolean;
   quick: boolean;
@@ -131,8 +148,21 @@ export const USAGE = `usage: npm run bench -- [options]
   --eureka-services <n>, --eureka-instances <n>, --eureka-warmup <n>  the same for the Eureka
                       phase, Nacos -> Eureka and Eureka -> Nacos (default 1000, --quick 100; 5; as
                       many copies as the raw warm-up)
+  --scale-services <n>  services of the scale phase (default 100000; --quick 1000), each with
+  --scale-instances <n> ephemeral instances published over gRPC (default 10; --quick 5)
+  --scale-shards <n>  shards of the scale phase's 3 workers, 2 replicas each (default 8)
+  --scale-full-sync-ms <ms>  the scale task's fullSyncIntervalMs (default 30000, regsync's; --quick 5000)
+  --scale-rest <s>    seconds at rest after the scale sync settled (default 40; --quick 8): longer
+                      than --scale-full-sync-ms, so that the window holds a full sync
+  --scale-settle <s>  longest wait after convergence for A's pushes to stop (default 120; --quick 30)
+  --scale-new-services <n>  new services after the rest window, each timed until it is in B
+                      (default 20; --quick 5)
+  --scale-merge-window-ms <ms>  push merge window of the scale phase's registries (default 500, Nacos')
+  --scale-timeout <s> deadline of the scale phase (default 900; --quick 180); the whole run's
+                      --timeout grows by as much when the phase is selected
   --only <list>       phases to run, comma separated: raw,cold,latency,zk,rest,grpc-latency,
-                      grpc-cold,dns,consul,eureka,shards (default all)
+                      grpc-cold,dns,consul,eureka,shards,scale (default all but scale, which runs
+                      only when named: minutes at its default size)
   --profile           write a CPU profile of the regsync process (node --cpu-prof) and print
                       where its time went; best with --only (one phase per profile)
   --profile-dir <dir> where the profile goes (default dist/bench-profiles; implies --profile)
@@ -206,6 +236,15 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
         'eureka-services': { type: 'string' },
         'eureka-instances': { type: 'string' },
         'eureka-warmup': { type: 'string' },
+        'scale-services': { type: 'string' },
+        'scale-instances': { type: 'string' },
+        'scale-shards': { type: 'string' },
+        'scale-full-sync-ms': { type: 'string' },
+        'scale-rest': { type: 'string' },
+        'scale-settle': { type: 'string' },
+        'scale-new-services': { type: 'string' },
+        'scale-merge-window-ms': { type: 'string' },
+        'scale-timeout': { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -218,7 +257,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
   const quick = v.quick ?? false;
   const services = positiveInt('services', v.services, quick ? 200 : 2_000);
   const instances = positiveInt('instances', v.instances, quick ? 5 : 10);
-  const only = v.only === undefined ? [...PHASES] : v.only.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  const only = v.only === undefined ? PHASES.filter((p) => !OPT_IN_PHASES.includes(p)) : v.only.split(',').map((p) => p.trim()).filter((p) => p !== '');
   for (const p of only) {
     if (!(PHASES as readonly string[]).includes(p)) throw new UsageError(`--only: unknown phase "${p}" (expected ${PHASES.join(', ')})`);
   }
@@ -240,6 +279,12 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
   if (eurekaServices * eurekaInstances > 1 << 22) throw new UsageError('--eureka-services x --eureka-instances must stay below 4 million');
   const warmupOf = (name: string, value: string | undefined, copies: number, perService: number): number =>
     value === '0' ? 0 : positiveInt(name, value, Math.max(1, Math.round(rawWarmupWrites(copies) / perService)));
+  const scaleServices = positiveInt('scale-services', v['scale-services'], quick ? 1_000 : 100_000);
+  const scaleInstances = positiveInt('scale-instances', v['scale-instances'], quick ? 5 : 10);
+  if (scaleServices > 990_000) throw new UsageError('--scale-services must stay below 990,000 (the task\'s maxServices is at most 1,000,000)');
+  if ((scaleServices + 1_000) * scaleInstances > 16_000_000) throw new UsageError('--scale-services x --scale-instances must stay below 16 million (one 10.x.y.z address each)');
+  const scaleTimeoutS = positiveInt('scale-timeout', v['scale-timeout'], quick ? 180 : 900);
+  const timeoutDefault = (quick ? 240 : 900) + (only.includes('scale') ? scaleTimeoutS : 0);
   if (services * instances > 16_000_000) throw new UsageError('--services x --instances must stay below 16 million (one 10.x.y.z address each)');
   return {
     services,
@@ -273,6 +318,15 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
     eurekaServices,
     eurekaInstances,
     eurekaWarmupServices: warmupOf('eureka-warmup', v['eureka-warmup'], eurekaServices * eurekaInstances, eurekaInstances),
+    scaleServices,
+    scaleInstances,
+    scaleShards: positiveInt('scale-shards', v['scale-shards'], 8),
+    scaleFullSyncMs: positiveInt('scale-full-sync-ms', v['scale-full-sync-ms'], quick ? 5_000 : 30_000),
+    scaleRestS: positiveInt('scale-rest', v['scale-rest'], quick ? 8 : 40),
+    scaleSettleS: positiveInt('scale-settle', v['scale-settle'], quick ? 30 : 120),
+    scaleNewServices: v['scale-new-services'] === '0' ? 0 : positiveInt('scale-new-services', v['scale-new-services'], quick ? 5 : 20),
+    scaleMergeWindowMs: positiveInt('scale-merge-window-ms', v['scale-merge-window-ms'], 500),
+    scaleTimeoutS,
     only: PHASES.filter((p) => only.includes(p)),
     json: v.json ?? false,
     quick,
@@ -280,6 +334,6 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
     trace: v.trace ?? false,
     regsyncNodeFlags: v['regsync-node-flag'] ?? [],
     phaseTimeoutS: positiveInt('phase-timeout', v['phase-timeout'], quick ? 60 : 180),
-    timeoutS: positiveInt('timeout', v.timeout, quick ? 240 : 900),
+    timeoutS: positiveInt('timeout', v.timeout, timeoutDefault),
   };
 }

@@ -14,6 +14,8 @@ import type { QueueStats } from './regsync.js';
 import type { RequestCounts } from './request-counter.js';
 import type { AtRestResult, AtRestRun, GrpcColdResult, GrpcLatencyResult, SideAtRest } from './grpc.js';
 import type { ShardedResult } from './sharded.js';
+import type { ScaleResult } from './scale.js';
+import { scaleLines, scaleRows } from './scale-report.js';
 import { int, millis, percent, seconds, table } from './stats.js';
 
 /** The cold sync should reach this share of the raw write rate. */
@@ -57,6 +59,8 @@ export interface BenchResult {
   /** CPU profiles of the regsync processes of the gRPC phases (with --profile). */
   grpcProfiles?: ProfileSummary[];
   shards: ShardedResult | undefined;
+  /** The scale phase (issue 28): 100,000 x 10 over gRPC on three workers, with its targets. */
+  scale: ScaleResult | undefined;
   regsync:
     | {
         logFile: string;
@@ -389,12 +393,14 @@ export function formatReport(r: BenchResult): string {
       disturbed(s.cpu, s.rest?.cpu, f?.cpu).trim(),
     ]);
   }
+  if (r.scale) rows.push(...scaleRows(r.scale));
 
   const out: string[] = [
     `regsync bench: node ${r.machine.node}, ${r.machine.platform}, ${r.machine.cpus} CPUs (${r.machine.cpuModel}), ${r.machine.memoryGiB.toFixed(1)} GiB; run took ${seconds(r.durationMs)}`,
     `parameters: ${int(p.services)} services x ${int(p.instances)} instances = ${int(p.services * p.instances)} copies; ` +
       `raw ${int(p.writes)} writes over ${int(p.services)} services at concurrency ${p.concurrency}, ${p.rawRounds} round(s); ` +
-      `${int(p.changes)} changes at ${p.rate}/s; ${int(p.shardServices)} service syncs in the sharded phase${p.quick ? ' (--quick)' : ''}`,
+      `${int(p.changes)} changes at ${p.rate}/s; ${int(p.shardServices)} service syncs in the sharded phase` +
+      `${p.only.includes('scale') ? `; scale ${int(p.scaleServices)} x ${p.scaleInstances}` : ''}${p.quick ? ' (--quick)' : ''}`,
     '',
     table(rows),
     '',
@@ -488,7 +494,8 @@ export function formatReport(r: BenchResult): string {
   if (r.consul) out.push(...foreignLines(consulView(r.consul)));
   if (r.eureka) out.push(...foreignLines(eurekaView(r.eureka, r.eureka.pollIntervalMs)));
   if (r.shards) out.push(...shardedLines(r.shards));
+  if (r.scale) out.push(...scaleLines(r.scale));
   for (const e of r.errors) out.push(`  ERROR ${e}`);
-  for (const s of [...(r.regsync?.profile ?? []), ...(r.grpcProfiles ?? []), ...(r.consul?.regsync?.profile ?? []), ...(r.eureka?.regsync?.profile ?? [])]) out.push('', formatProfileSummary(s));
+  for (const s of [...(r.regsync?.profile ?? []), ...(r.grpcProfiles ?? []), ...(r.consul?.regsync?.profile ?? []), ...(r.eureka?.regsync?.profile ?? []), ...(r.scale?.profiles ?? [])]) out.push('', formatProfileSummary(s));
   return out.join('\n');
 }

@@ -14,6 +14,7 @@ import { RedisCommandMeter } from './redis-commands.js';
 import { callApi, logProblems, QueueSampler, repoRoot, startRegsyncUp, type RegsyncUp } from './regsync.js';
 import { grpcProfiles, measureAtRest, measureGrpcCold, measureGrpcLatency } from './grpc.js';
 import { measureSharded } from './sharded.js';
+import { measureScale } from './scale.js';
 import { measureDns } from './dns.js';
 import { measureConsul } from './consul.js';
 import { measureEureka } from './eureka.js';
@@ -71,6 +72,7 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
     consul: undefined,
     eureka: undefined,
     shards: undefined,
+    scale: undefined,
     regsync: undefined,
     errors: [],
     durationMs: 0,
@@ -144,6 +146,34 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
         );
       } catch (err) {
         result.errors.push(`sharded phase: ${describe(err)}`);
+      }
+    }
+    if (args.only.includes('scale')) {
+      progress(`scale: ${args.scaleServices.toLocaleString('en-US')} services x ${args.scaleInstances} ephemeral instances over gRPC, ${SHARD_WORKERS} workers (${args.scaleShards} shards, ${SHARD_REPLICAS} replicas), its own redis-server and registries; deadline ${args.scaleTimeoutS} s`);
+      try {
+        result.scale = await measureScale(
+          {
+            services: args.scaleServices,
+            instances: args.scaleInstances,
+            workers: SHARD_WORKERS,
+            shards: args.scaleShards,
+            replicas: SHARD_REPLICAS,
+            leaseTtlMs: args.shardLeaseTtlMs,
+            fullSyncIntervalMs: args.scaleFullSyncMs,
+            restS: args.scaleRestS,
+            settleMaxS: args.scaleSettleS,
+            newServices: args.scaleNewServices,
+            mergeWindowMs: args.scaleMergeWindowMs,
+            concurrency: args.concurrency,
+            logDir: join(repoRoot(), 'dist', 'bench-logs'),
+            nodeFlags: args.regsyncNodeFlags,
+            profileDir: args.profileDir,
+          },
+          args.scaleTimeoutS * 1000,
+          progress,
+        );
+      } catch (err) {
+        result.errors.push(`scale phase: ${describe(err)}`);
       }
     }
     return result;

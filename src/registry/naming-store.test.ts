@@ -170,6 +170,39 @@ describe('NamingStore', () => {
     expect(() => new NamingStore({ unhealthyAfterMs: 10, expireAfterMs: 5 })).toThrow(RangeError);
   });
 
+  describe('service list', () => {
+    it('lists and pages services in collation order as they come and go, whatever order they came in', () => {
+      const { store, advance } = storeWithClock();
+      const names = ['b', 'A', 'a', 'c10', 'c2', 'Z', 'é', 'e', 'f'];
+      for (const [k, name] of names.entries()) store.register('public', 'G', name, instance(`10.0.1.${k}`, { ephemeral: false }));
+      store.publish('c1', 'public', 'H', 'other', [published('10.0.2.1')]);
+      store.register('dev', 'G', 'elsewhere', instance('10.0.3.1', { ephemeral: false }));
+      const sorted = [...names].sort((x, y) => x.localeCompare(y));
+      expect(store.listServices('public', 'G').map((s) => s.name)).toEqual(sorted);
+      expect(store.listServices('public').map((s) => `${s.groupName}/${s.name}`)).toEqual([...sorted.map((n) => `G/${n}`), 'H/other']);
+      expect(store.serviceNamesPage('public', 'G', 1, 4)).toEqual({ count: names.length, names: sorted.slice(0, 4) });
+      expect(store.serviceNamesPage('public', 'G', 3, 4)).toEqual({ count: names.length, names: sorted.slice(8) });
+      expect(store.serviceNamesPage('public', 'G', 4, 4)).toEqual({ count: names.length, names: [] });
+      expect(store.serviceNamesPage('public', 'g', 1, 4)).toEqual({ count: 0, names: [] });
+
+      store.deregister('public', 'G', 'c2', '10.0.1.4', 80, 'DEFAULT');
+      store.deleteService('public', 'G', 'c2');
+      store.deregister('public', 'G', 'A', '10.0.1.1', 80, 'DEFAULT');
+      advance(60_000);
+      store.sweep();
+      const left = sorted.filter((n) => n !== 'c2' && n !== 'A');
+      expect(store.listServices('public', 'G').map((s) => s.name)).toEqual(left);
+      expect(store.serviceNamesPage('public', 'G', 2, 3)).toEqual({ count: left.length, names: left.slice(3, 6) });
+      store.register('public', 'G', 'c2', instance('10.0.1.4', { ephemeral: false }));
+      expect(store.listServices('public', 'G').map((s) => s.name)).toEqual([...left, 'c2'].sort((x, y) => x.localeCompare(y)));
+
+      store.deregister('dev', 'G', 'elsewhere', '10.0.3.1', 80, 'DEFAULT');
+      store.deleteService('dev', 'G', 'elsewhere');
+      expect(store.listServices('dev')).toEqual([]);
+      expect(store.serviceNamesPage('dev', 'G', 1, 10)).toEqual({ count: 0, names: [] });
+    });
+  });
+
   describe('publish sets', () => {
     it('holds one set per publisher per service; equal instances show once until the last publisher withdraws', () => {
       const { store, changes } = storeWithClock();

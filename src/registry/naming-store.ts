@@ -154,6 +154,11 @@ export class NamingStore extends EventEmitter<NamingStoreEvents> {
   private sweepTimer: NodeJS.Timeout | undefined;
   /** Per publisher (a gRPC connection id): per service (`namespace\ngroup@@name`), the published keys. */
   private readonly publishSets = new Map<string, Map<string, ReadonlySet<string>>>();
+  /**
+   * Per namespace, per group: the names of its services in collation order, kept as services come
+   * and go, so that a list or a page of it costs what it returns, not a sort of every service.
+   */
+  private readonly names = new Map<string, Map<string, string[]>>();
   readonly expiry: ExpiryOptions;
 
   constructor(
@@ -208,10 +213,24 @@ export class NamingStore extends EventEmitter<NamingStoreEvents> {
 
   /** Services of a namespace, optionally of one group, sorted by group then name. */
   listServices(namespaceId: string, groupName?: string): StoredService[] {
-    const services = [...(this.namespaces.get(namespaceId)?.values() ?? [])];
-    return services
-      .filter((s) => groupName === undefined || s.groupName === groupName)
-      .sort((a, b) => a.groupName.localeCompare(b.groupName) || a.name.localeCompare(b.name));
+    const services = this.namespaces.get(namespaceId);
+    const groups = this.names.get(namespaceId);
+    if (!services || !groups) return [];
+    const out: StoredService[] = [];
+    for (const group of groupName === undefined ? [...groups.keys()].sort(collate) : [groupName]) {
+      for (const name of groups.get(group) ?? []) out.push(services.get(groupedName(group, name)) as StoredService);
+    }
+    return out;
+  }
+
+  /**
+   * One page of the names of a group's services, in the order of {@link listServices}, and how many
+   * the group has (`pageNo` from 1): a page costs its size, whatever the group holds.
+   */
+  serviceNamesPage(namespaceId: string, groupName: string, pageNo: number, pageSize: number): { count: number; names: string[] } {
+    const all = this.names.get(namespaceId)?.get(groupName) ?? [];
+    const from = Math.max(0, (pageNo - 1) * pageSize);
+    return { count: all.length, names: all.slice(from, from + Math.max(0, pageSize)) };
   }
 
   /**
@@ -274,8 +293,7 @@ export class NamingStore extends EventEmitter<NamingStoreEvents> {
     if (service.instances.size > 0) {
       throw new NamingError('invalid', `Service ${key} is not empty, can't be delete. Please unregister instance first`);
     }
-    services.delete(key);
-    if (services.size === 0) this.namespaces.delete(namespaceId);
+    this.dropService(services, service);
     this.emit('change', { namespaceId, groupedName: key });
   }
 
@@ -425,8 +443,8 @@ export class NamingStore extends EventEmitter<NamingStoreEvents> {
   /** One expiry pass: marks silent ephemeral instances unhealthy, then removes them; drops old empty services. */
   sweep(): void {
     const now = this.now();
-    for (const [namespaceId, services] of this.namespaces) {
-      for (const [key, service] of services) {
+    for (const services of this.namespaces.values()) {
+      for (const service of services.values()) {
         let changed = false;
         for (const [instanceId, instance] of service.instances) {
           if (!instance.ephemeral || instance.publishers !== undefined) continue;
@@ -441,11 +459,27 @@ export class NamingStore extends EventEmitter<NamingStoreEvents> {
         }
         if (changed) this.touch(service);
         if (service.instances.size === 0 && service.emptySince !== undefined && now - service.emptySince >= this.expiry.emptyServiceTtlMs) {
-          services.delete(key);
+          this.dropService(services, service);
         }
       }
-      if (services.size === 0) this.namespaces.delete(namespaceId);
     }
+  }
+
+  /** Removes a service from its namespace (and the namespace once empty) and from the name index. */
+  private dropService(services: Map<string, StoredService>, service: StoredService): void {
+    const { namespaceId, groupName, name } = service;
+    services.delete(groupedName(groupName, name));
+    if (services.size === 0) this.namespaces.delete(namespaceId);
+    const groups = this.names.get(namespaceId);
+    const names = groups?.get(groupName);
+    if (!groups || !names) return;
+    for (let i = lowerBound(names, name); i < names.length && collate(names[i] as string, name) === 0; i++) {
+      if (names[i] !== name) continue;
+      names.splice(i, 1);
+      break;
+    }
+    if (names.length === 0) groups.delete(groupName);
+    if (groups.size === 0) this.names.delete(namespaceId);
   }
 
   private addService(namespaceId: string, groupName: string, name: string): StoredService {
@@ -468,6 +502,20 @@ export class NamingStore extends EventEmitter<NamingStoreEvents> {
       selector: NONE_SELECTOR,
     };
     services.set(groupedName(groupName, name), service);
+    let groups = this.names.get(namespaceId);
+    if (!groups) {
+      groups = new Map();
+      this.names.set(namespaceId, groups);
+    }
+    let names = groups.get(groupName);
+    if (!names) {
+      names = [];
+      groups.set(groupName, names);
+    }
+    // After every name that collates equal: services that compare equal keep their order of creation.
+    const last = names[names.length - 1];
+    if (last === undefined || collate(last, name) <= 0) names.push(name);
+    else names.splice(upperBound(names, name), 0, name);
     return service;
   }
 
@@ -481,6 +529,33 @@ export class NamingStore extends EventEmitter<NamingStoreEvents> {
     if (wasEmpty && !isEmpty) this.emit('populated', change);
     else if (!wasEmpty && isEmpty) this.emit('emptied', change);
   }
+}
+
+/** The order of `String.prototype.localeCompare` (default locale), as a reusable comparator. */
+const collate = new Intl.Collator().compare;
+
+/** The first index whose name collates at or after `name`. */
+function lowerBound(names: readonly string[], name: string): number {
+  let lo = 0;
+  let hi = names.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (collate(names[mid] as string, name) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The first index whose name collates after `name`. */
+function upperBound(names: readonly string[], name: string): number {
+  let lo = 0;
+  let hi = names.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (collate(names[mid] as string, name) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 function serviceKeyOf(namespaceId: string, grouped: string): string {

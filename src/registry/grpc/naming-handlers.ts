@@ -99,8 +99,8 @@ const HANDLERS: Readonly<Record<string, NamingHandler>> = {
       const pageNo = Math.max(1, integer(body.pageNo, 1));
       const pageSize = Math.max(0, integer(body.pageSize, 10));
       // The group must match exactly: a blank one matches no service.
-      const names = ctx.store.listServices(ref.namespaceId, ref.groupName).map((s) => s.name);
-      return { count: names.length, serviceNames: names.slice((pageNo - 1) * pageSize, pageNo * pageSize) };
+      const { count, names } = ctx.store.serviceNamesPage(ref.namespaceId, ref.groupName, pageNo, pageSize);
+      return { count, serviceNames: names };
     },
   },
   [REQUEST.fuzzyWatch]: {
