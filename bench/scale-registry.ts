@@ -63,9 +63,15 @@ type Event = { event: 'reached'; at: number; copies: number } | { event: 'landed
 
 const RESOLUTION_MS = 10;
 
+/**
+ * The registries' fuzzy-watch limit: Nacos' default (500 services per pattern) would send a `*`
+ * task of this size back to list polling, as it does against a real Nacos left at that default.
+ */
+const FUZZY_WATCH_MAX_SERVICES = 10_000_000;
+
 async function serve(input: ScaleRegistryInput): Promise<void> {
   const port = parentPort as NonNullable<typeof parentPort>;
-  const registry: RunningRegistry = await startRegistry({ port: 0, grpc: { pushMergeWindowMs: input.pushMergeWindowMs } });
+  const registry: RunningRegistry = await startRegistry({ port: 0, grpc: { pushMergeWindowMs: input.pushMergeWindowMs, fuzzyWatchMaxServices: FUZZY_WATCH_MAX_SERVICES } });
   const requests = new RequestCounter(registry);
   const sizes = new Map<string, number>();
   let copies = 0;
