@@ -152,6 +152,12 @@ export class NamingStore extends EventEmitter<NamingStoreEvents> {
   private readonly namespaces = new Map<string, Map<string, StoredService>>();
   private readonly namespaceInfo = new Map<string, NamespaceInfo>();
   private sweepTimer: NodeJS.Timeout | undefined;
+  /**
+   * The services the expiry sweep visits: those that may hold beat-kept ephemeral instances or are
+   * empty (due for removal). Published and persistent instances never expire, so a registry of
+   * 1,000,000 connection-bound instances sweeps nothing.
+   */
+  private readonly sweepable = new Set<StoredService>();
   /** Per publisher (a gRPC connection id): per service (`namespace\ngroup@@name`), the published keys. */
   private readonly publishSets = new Map<string, Map<string, ReadonlySet<string>>>();
   /**
@@ -252,6 +258,7 @@ export class NamingStore extends EventEmitter<NamingStoreEvents> {
     const previous = service.instances.get(key);
     const instance: StoredInstance = { ...input, metadata: { ...input.metadata }, lastBeat: this.now(), beats: 0 };
     service.instances.set(key, instance);
+    if (instance.ephemeral) this.sweepable.add(service);
     if (!previous || !sameVisibleState(previous, instance)) this.touch(service);
     return instance;
   }
@@ -307,6 +314,7 @@ export class NamingStore extends EventEmitter<NamingStoreEvents> {
     }
     const instance: StoredInstance = { ...input, metadata: { ...input.metadata }, lastBeat: previous.lastBeat, beats: previous.beats };
     service.instances.set(key, instance);
+    if (instance.ephemeral) this.sweepable.add(service);
     if (!sameVisibleState(previous, instance)) this.touch(service);
     return instance;
   }
@@ -443,24 +451,30 @@ export class NamingStore extends EventEmitter<NamingStoreEvents> {
   /** One expiry pass: marks silent ephemeral instances unhealthy, then removes them; drops old empty services. */
   sweep(): void {
     const now = this.now();
-    for (const services of this.namespaces.values()) {
-      for (const service of services.values()) {
-        let changed = false;
-        for (const [instanceId, instance] of service.instances) {
-          if (!instance.ephemeral || instance.publishers !== undefined) continue;
-          const silentFor = now - instance.lastBeat;
-          if (silentFor >= this.expiry.expireAfterMs) {
-            service.instances.delete(instanceId);
-            changed = true;
-          } else if (silentFor >= this.expiry.unhealthyAfterMs && instance.healthy) {
-            instance.healthy = false;
-            changed = true;
-          }
+    for (const service of this.sweepable) {
+      let changed = false;
+      let expirable = false;
+      for (const [instanceId, instance] of service.instances) {
+        if (!instance.ephemeral || instance.publishers !== undefined) continue;
+        const silentFor = now - instance.lastBeat;
+        if (silentFor >= this.expiry.expireAfterMs) {
+          service.instances.delete(instanceId);
+          changed = true;
+          continue;
         }
-        if (changed) this.touch(service);
-        if (service.instances.size === 0 && service.emptySince !== undefined && now - service.emptySince >= this.expiry.emptyServiceTtlMs) {
-          this.dropService(services, service);
+        expirable = true;
+        if (silentFor >= this.expiry.unhealthyAfterMs && instance.healthy) {
+          instance.healthy = false;
+          changed = true;
         }
+      }
+      if (changed) this.touch(service);
+      const services = this.namespaces.get(service.namespaceId);
+      if (service.instances.size === 0 && service.emptySince !== undefined && now - service.emptySince >= this.expiry.emptyServiceTtlMs && services) {
+        this.dropService(services, service);
+      } else if (!expirable && service.emptySince === undefined) {
+        // Nothing here can expire: published (connection-bound) or persistent instances only.
+        this.sweepable.delete(service);
       }
     }
   }
@@ -469,6 +483,7 @@ export class NamingStore extends EventEmitter<NamingStoreEvents> {
   private dropService(services: Map<string, StoredService>, service: StoredService): void {
     const { namespaceId, groupName, name } = service;
     services.delete(groupedName(groupName, name));
+    this.sweepable.delete(service);
     if (services.size === 0) this.namespaces.delete(namespaceId);
     const groups = this.names.get(namespaceId);
     const names = groups?.get(groupName);
@@ -502,6 +517,7 @@ export class NamingStore extends EventEmitter<NamingStoreEvents> {
       selector: NONE_SELECTOR,
     };
     services.set(groupedName(groupName, name), service);
+    this.sweepable.add(service);
     let groups = this.names.get(namespaceId);
     if (!groups) {
       groups = new Map();
@@ -524,6 +540,7 @@ export class NamingStore extends EventEmitter<NamingStoreEvents> {
     const wasEmpty = service.emptySince !== undefined;
     const isEmpty = service.instances.size === 0;
     service.emptySince = isEmpty ? this.now() : undefined;
+    if (isEmpty) this.sweepable.add(service);
     const change = { namespaceId: service.namespaceId, groupedName: groupedName(service.groupName, service.name) };
     this.emit('change', change);
     if (wasEmpty && !isEmpty) this.emit('populated', change);
