@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Instance } from '../model/types.js';
 import { redisKeys } from '../util/redis-keys.js';
+import { sliceClock } from '../util/yielding.js';
 
 /**
  * The ephemeral copies each service sync keeps alive, in Redis: the hash `<p>:live:<shard>`, one
@@ -70,7 +71,15 @@ export class LiveSets {
   /** Every live set of a shard. */
   async load(shard: number): Promise<Map<string, Instance[]>> {
     const all = await this.redis.hgetall(this.hashKey(shard));
-    return new Map(Object.entries(all).map(([key, raw]) => [key, JSON.parse(raw) as Instance[]]));
+    // A shard of 12,500 service syncs holds megabytes of sets: parsed a slice at a time.
+    const sets = new Map<string, Instance[]>();
+    const clock = sliceClock();
+    for (const [key, raw] of Object.entries(all)) {
+      const pause = clock.pause();
+      if (pause) await pause;
+      sets.set(key, JSON.parse(raw) as Instance[]);
+    }
+    return sets;
   }
 
   /** The service sync keys with a live set in a shard (no instance data: read each with {@link get}). */
