@@ -96,16 +96,15 @@ export class FuzzyServiceLists {
     return () => this.unwatch(owner, watcher);
   }
 
+  /** Whether every pattern of the scope holds its complete pushed set (then {@link list} answers). */
+  complete(scope: ServiceScope): boolean {
+    return this.pushedSets(scope) !== undefined;
+  }
+
   /** The scope's services from the pushed keys while they are complete, else undefined (list it another way). */
   list(scope: ServiceScope): ServiceKey[] | undefined {
-    const sub = this.subs.get(scopeKey(scope));
-    if (!sub || sub.mode !== 'push' || !sub.namespacesKnown) return undefined;
-    const sets: Array<ReadonlySet<string>> = [];
-    for (const handle of sub.patterns.values()) {
-      const keys = handle.keys();
-      if (!keys) return undefined;
-      sets.push(keys);
-    }
+    const sets = this.pushedSets(scope);
+    if (!sets) return undefined;
     const out: ServiceKey[] = [];
     for (const keys of sets) {
       for (const key of keys) {
@@ -119,6 +118,18 @@ export class FuzzyServiceLists {
       }
     }
     return out;
+  }
+
+  private pushedSets(scope: ServiceScope): Array<ReadonlySet<string>> | undefined {
+    const sub = this.subs.get(scopeKey(scope));
+    if (!sub || sub.mode !== 'push' || !sub.namespacesKnown) return undefined;
+    const sets: Array<ReadonlySet<string>> = [];
+    for (const handle of sub.patterns.values()) {
+      const keys = handle.keys();
+      if (!keys) return undefined;
+      sets.push(keys);
+    }
+    return sets;
   }
 
   close(): void {

@@ -217,6 +217,11 @@ export class NacosAdapter implements RegistryAdapter {
    * scope is listed every `options.serviceListPollIntervalMs` and compared with the last list seen
    * (a poll, or the last `listServices` of the same scope); failures are logged and retried.
    */
+  /** Whether the scope's fuzzy watch is complete (its services answered from the pushed set). */
+  servicesPushed(scope: { namespace: string; group: string }): boolean {
+    return this.pushedLists.complete(scope);
+  }
+
   watchServices(scope: { namespace: string; group: string }, onChange: () => void): Unsubscribe {
     if (this.closing) return () => {};
     // Over HTTP nothing is pushed: the list poll starts at once.

@@ -62,6 +62,7 @@ describe('NacosAdapter service lists by fuzzy watch (Nacos 3.x over gRPC)', () =
     a.watchServices(scope, () => (calls += 1));
     await waitUntil(() => calls > 0, { message: 'the pushed set complete' });
     expect(a.stats()).toMatchObject({ pushedServiceLists: 1, watchedServiceLists: 0, grpc: { fuzzyPatterns: 1 } });
+    expect(a.servicesPushed(scope)).toBe(true);
     const listed = requests(r, 'ServiceListRequest');
 
     add(r, 'users');
@@ -140,6 +141,7 @@ describe('NacosAdapter service lists by fuzzy watch (Nacos 3.x over gRPC)', () =
     await waitUntil(() => calls > 0, { message: 'the poll saw users' });
     expect(names(await a.listServices(scope))).toEqual(['orders', 'users']);
     expect(a.stats().pushedServiceLists).toBe(0);
+    expect(a.servicesPushed(scope)).toBe(false);
     expect(requests(r, 'NamingFuzzyWatchRequest')).toBe(0);
     expect(requests(r, 'ServiceListRequest')).toBeGreaterThan(2);
   });

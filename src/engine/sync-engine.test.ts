@@ -303,3 +303,73 @@ describe('SyncEngine expansions of a `*` task', () => {
     }
   });
 });
+
+describe('SyncEngine full syncs of a `*` task whose source pushes its service list', () => {
+  const setup = (pushed: { value: boolean }) => {
+    const store = new MemoryEngineStore();
+    const logger = silentLogger();
+    store.clusters.set('a', harnessCluster('a'));
+    store.clusters.set('b', harnessCluster('b'));
+    let lists = 0;
+    const source = Object.assign(new FakeAdapter('a'), {
+      watchServices: () => () => {},
+      servicesPushed: () => pushed.value,
+    });
+    const list = source.listServices.bind(source);
+    source.listServices = async (scope) => {
+      lists += 1;
+      return list(scope);
+    };
+    source.put(svc('orders'), [instance('10.7.0.1')]);
+    store.tasks.set('t', { ...harnessTask({ fullSyncIntervalMs: 20 }), service: '*' });
+    const registries = new Map<string, FakeAdapter>([['a', source], ['b', new FakeAdapter('b')]]);
+    const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: (spec) => registries.get(spec.id) as FakeAdapter }, logger);
+    const full: string[] = [];
+    const engine = new SyncEngine({
+      store,
+      adapters,
+      heartbeats: new HeartbeatScheduler({ logger }),
+      logger,
+      queue: { enqueue: async (k, reason) => void (reason === 'full' && full.push(k)) },
+      missing: new MemoryMissingServices(),
+    });
+    return { engine, full, lists: () => lists };
+  };
+
+  it('lists the source only every 10th time and on a resync, and still reconciles every service each time', async () => {
+    const pushed = { value: true };
+    const { engine, full, lists } = setup(pushed);
+    try {
+      await engine.start();
+      expect(lists()).toBe(1);
+      const before = lists();
+      await engine.resync('t');
+      expect(lists()).toBe(before + 1);
+      full.length = 0;
+      const listed = lists();
+      await vi.waitFor(() => expect(full.length).toBeGreaterThanOrEqual(25), { timeout: 10_000 });
+      await engine.stop();
+      // 25 or more periodic full syncs, each reconciling `orders`; only every 10th listed the source
+      // (one more may have listed when the engine stopped, before it queued).
+      const walks = full.length;
+      expect(lists() - listed).toBeGreaterThanOrEqual(Math.floor(walks / 10));
+      expect(lists() - listed).toBeLessThanOrEqual(Math.floor((walks + 1) / 10));
+      expect(new Set(full)).toEqual(new Set([key('orders')]));
+    } finally {
+      await engine.stop();
+    }
+  });
+
+  it('lists at every full sync while the pushed list is not whole', async () => {
+    const pushed = { value: false };
+    const { engine, full, lists } = setup(pushed);
+    try {
+      await engine.start();
+      await vi.waitFor(() => expect(full.length).toBeGreaterThanOrEqual(3), { timeout: 10_000 });
+      await engine.stop();
+      expect(lists()).toBeGreaterThanOrEqual(1 + full.length);
+    } finally {
+      await engine.stop();
+    }
+  });
+});

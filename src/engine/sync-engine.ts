@@ -93,6 +93,10 @@ interface ActiveTask {
   nextExpansion?: Promise<string[]> | undefined;
   /** The full sync walking the task's service syncs (one at a time; see {@link SyncEngine.fullSync}). */
   fullSyncRun?: FullSyncRun | undefined;
+  /** Whether an expansion of the task has succeeded since it started here. */
+  expanded?: boolean;
+  /** Periodic full syncs that asked {@link SyncEngine.listKeptByPush} (every tenth lists anyway). */
+  walks?: number;
 }
 
 interface FullSyncRun {
@@ -496,6 +500,7 @@ export class SyncEngine implements TaskControl {
     const run = (async () => {
       const added = await this.expand(active);
       if (this.active.get(active.task.id) !== active) return [];
+      active.expanded = true;
       await this.opts.store.setTaskError(active.task.id, active.problem);
       await this.startSyncs(added);
       return added;
@@ -663,7 +668,7 @@ export class SyncEngine implements TaskControl {
   private async walkFullSync(active: ActiveTask, everything: boolean, started: () => void): Promise<void> {
     let added: string[] = [];
     try {
-      added = await this.expansion(active);
+      if (!(await this.listKeptByPush(active, everything))) added = await this.expansion(active);
     } catch (err) {
       const message = `cannot list services: ${err instanceof Error ? err.message : String(err)}`;
       await this.opts.store.setTaskError(active.task.id, err instanceof SourceListError ? { code: 'source_unlisted', cluster: active.task.source, message } : { code: 'task_unstartable', message });
@@ -686,6 +691,26 @@ export class SyncEngine implements TaskControl {
       shards = new Set(queued.map((key) => active.services.get(key)?.shard ?? this.shardOf(key)));
       await this.enqueueAll(queued, 'full');
       started();
+    }
+  }
+
+  /**
+   * Whether this full sync can skip listing the source: a `*` task whose source keeps the scope's
+   * list whole by push (`RegistryAdapter.servicesPushed`), watched here since an expansion that
+   * worked, so every service that came or went has already been expanded. A resync and every
+   * {@link FULL_SYNC_VERIFY_EVERY}-th full sync list anyway. At 100,000 services a listing is
+   * about a second of a worker's CPU, so this is most of a quiet task's cost.
+   */
+  private async listKeptByPush(active: ActiveTask, everything: boolean): Promise<boolean> {
+    const { task } = active;
+    if (everything || task.service !== ANY || !active.expanded || !active.unwatchServices) return false;
+    active.walks = (active.walks ?? 0) + 1;
+    if (active.walks % FULL_SYNC_VERIFY_EVERY === 0) return false;
+    try {
+      const source = await this.opts.adapters.get(task.source);
+      return source.servicesPushed?.({ namespace: task.namespace, group: task.group }) ?? false;
+    } catch {
+      return false;
     }
   }
 

@@ -101,6 +101,12 @@ export interface RegistryAdapter {
    * services whose source did not change since their last reconcile.
    */
   cachedDigest?(service: ServiceKey): string | undefined;
+  /**
+   * Whether the scope's service list, as `listServices` answers it now, is kept whole by pushes
+   * from the registry (Nacos 3.x fuzzy watch), so that `watchServices` calls tell every change.
+   * With it, a full sync need not list the scope again except on its verifying turns.
+   */
+  servicesPushed?(scope: { namespace: string; group: string }): boolean;
   /** What this process's connection to the registry does, where the kind keeps one (Nacos gRPC); for metrics. */
   transportStats?(): TransportStats | undefined;
   /**
