@@ -247,12 +247,32 @@ describe('SyncEngine full syncs in slices', () => {
   });
 });
 
+/**
+ * An engine running task `t` (`*`) from source `source` to a fake `b`, over an in-memory store:
+ * every queued key goes to `queued` with its reason.
+ */
+function wildcardEngine(source: FakeAdapter, taskOptions: Parameters<typeof harnessTask>[0] = {}) {
+  const store = new MemoryEngineStore();
+  const logger = silentLogger();
+  store.clusters.set('a', harnessCluster('a'));
+  store.clusters.set('b', harnessCluster('b'));
+  store.tasks.set('t', { ...harnessTask(taskOptions), service: '*' });
+  const registries = new Map<string, FakeAdapter>([['a', source], ['b', new FakeAdapter('b')]]);
+  const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: (spec) => registries.get(spec.id) as FakeAdapter }, logger);
+  const queued: Array<{ key: string; reason: string }> = [];
+  const engine = new SyncEngine({
+    store,
+    adapters,
+    heartbeats: new HeartbeatScheduler({ logger }),
+    logger,
+    queue: { enqueue: async (key, reason) => void queued.push({ key, reason }) },
+    missing: new MemoryMissingServices(),
+  });
+  return { engine, queued };
+}
+
 describe('SyncEngine expansions of a `*` task', () => {
   it('runs at most one listing at a time and one after it, however many list changes come meanwhile', async () => {
-    const store = new MemoryEngineStore();
-    const logger = silentLogger();
-    store.clusters.set('a', harnessCluster('a'));
-    store.clusters.set('b', harnessCluster('b'));
     let lists = 0;
     let gate: Promise<void> | undefined;
     let open: () => void = () => {};
@@ -270,18 +290,8 @@ describe('SyncEngine expansions of a `*` task', () => {
       return list(scope);
     };
     source.put(svc('orders'), [instance('10.7.0.1')]);
-    store.tasks.set('t', { ...harnessTask(), service: '*' });
-    const registries = new Map<string, FakeAdapter>([['a', source], ['b', new FakeAdapter('b')]]);
-    const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: (spec) => registries.get(spec.id) as FakeAdapter }, logger);
-    const started: string[] = [];
-    const engine = new SyncEngine({
-      store,
-      adapters,
-      heartbeats: new HeartbeatScheduler({ logger }),
-      logger,
-      queue: { enqueue: async (k, reason) => void (reason === 'start' && started.push(k)) },
-      missing: new MemoryMissingServices(),
-    });
+    const { engine, queued } = wildcardEngine(source);
+    const started = () => queued.filter((q) => q.reason === 'start').map((q) => q.key);
     try {
       await engine.start();
       expect(lists).toBe(1);
@@ -292,12 +302,12 @@ describe('SyncEngine expansions of a `*` task', () => {
       await vi.waitFor(() => expect(lists).toBe(2));
       for (let i = 0; i < 10; i += 1) for (const onChange of changed) onChange();
       open();
-      await vi.waitFor(() => expect(started).toContain(key('billing')));
+      await vi.waitFor(() => expect(started()).toContain(key('billing')));
       await vi.waitFor(() => expect(lists).toBe(3));
       // Settled: nothing else lists.
       await new Promise((resolve) => setImmediate(resolve));
       expect(lists).toBe(3);
-      expect(started.filter((k) => k === key('billing'))).toHaveLength(1);
+      expect(started().filter((k) => k === key('billing'))).toHaveLength(1);
     } finally {
       await engine.stop();
     }
@@ -306,10 +316,6 @@ describe('SyncEngine expansions of a `*` task', () => {
 
 describe('SyncEngine full syncs of a `*` task whose source pushes its service list', () => {
   const setup = (pushed: { value: boolean }) => {
-    const store = new MemoryEngineStore();
-    const logger = silentLogger();
-    store.clusters.set('a', harnessCluster('a'));
-    store.clusters.set('b', harnessCluster('b'));
     let lists = 0;
     const source = Object.assign(new FakeAdapter('a'), {
       watchServices: () => () => {},
@@ -321,18 +327,14 @@ describe('SyncEngine full syncs of a `*` task whose source pushes its service li
       return list(scope);
     };
     source.put(svc('orders'), [instance('10.7.0.1')]);
-    store.tasks.set('t', { ...harnessTask({ fullSyncIntervalMs: 20 }), service: '*' });
-    const registries = new Map<string, FakeAdapter>([['a', source], ['b', new FakeAdapter('b')]]);
-    const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: (spec) => registries.get(spec.id) as FakeAdapter }, logger);
-    const full: string[] = [];
-    const engine = new SyncEngine({
-      store,
-      adapters,
-      heartbeats: new HeartbeatScheduler({ logger }),
-      logger,
-      queue: { enqueue: async (k, reason) => void (reason === 'full' && full.push(k)) },
-      missing: new MemoryMissingServices(),
-    });
+    const { engine, queued } = wildcardEngine(source, { fullSyncIntervalMs: 20 });
+    const full = {
+      get length() {
+        return queued.filter((q) => q.reason === 'full').length;
+      },
+      keys: () => queued.filter((q) => q.reason === 'full').map((q) => q.key),
+      clear: () => void queued.splice(0),
+    };
     return { engine, full, lists: () => lists };
   };
 
@@ -345,7 +347,7 @@ describe('SyncEngine full syncs of a `*` task whose source pushes its service li
       const before = lists();
       await engine.resync('t');
       expect(lists()).toBe(before + 1);
-      full.length = 0;
+      full.clear();
       const listed = lists();
       await vi.waitFor(() => expect(full.length).toBeGreaterThanOrEqual(25), { timeout: 10_000 });
       await engine.stop();
@@ -354,7 +356,7 @@ describe('SyncEngine full syncs of a `*` task whose source pushes its service li
       const walks = full.length;
       expect(lists() - listed).toBeGreaterThanOrEqual(Math.floor(walks / 10));
       expect(lists() - listed).toBeLessThanOrEqual(Math.floor((walks + 1) / 10));
-      expect(new Set(full)).toEqual(new Set([key('orders')]));
+      expect(new Set(full.keys())).toEqual(new Set([key('orders')]));
     } finally {
       await engine.stop();
     }
