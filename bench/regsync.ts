@@ -59,6 +59,8 @@ export async function startRegsyncCommand(opts: {
   logDir: string;
   profileDir?: string | undefined;
   nodeFlags?: string[];
+  /** Added to the process' environment. */
+  env?: Record<string, string>;
   logLevel?: string;
   timeoutMs?: number;
 }): Promise<RegsyncCommand> {
@@ -76,7 +78,7 @@ export async function startRegsyncCommand(opts: {
   const proc = new ManagedProcess(process.execPath, [...nodeFlags, join(root, 'bin', 'regsync.js'), ...opts.args], {
     logFile,
     cwd: root,
-    env: { ...process.env, REGSYNC_LOG_LEVEL: opts.logLevel ?? 'info' },
+    env: { ...process.env, ...opts.env, REGSYNC_LOG_LEVEL: opts.logLevel ?? 'info' },
   });
   const output = () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '');
   let ready = '';

@@ -8,8 +8,9 @@ import { API_READY, callApi, logProblems, QueueSampler, startRegsyncCommand, WOR
 import type { RequestCounts } from './request-counter.js';
 import { ScaleLoad, scaleServiceName } from './scale-load.js';
 import { ScaleRegistry, wallNow, type GapReport, type RegistrySample } from './scale-registry.js';
-import { profileFiles, summarizeProfile, type ProfileSummary } from './profile-summary.js';
+import type { ProfileSummary } from './profile-summary.js';
 import { percentiles, type Percentiles } from './stats.js';
+import { WindowProfiles } from './window-profiles.js';
 
 /*
  * The scale phase (issue 28): `services` x `instances` ephemeral instances published over gRPC into
@@ -143,7 +144,7 @@ export interface ScaleResult {
     | undefined;
   workers: Array<{ name: string; leads: number[]; serves: number; peakRssMiB: number | undefined; killed: boolean; logFile: string; logProblems: Array<{ level: string; msg: string; count: number }> }>;
   apiLogProblems: Array<{ level: string; msg: string; count: number }>;
-  /** CPU profiles of the api and the workers that were stopped (not the killed one), with --profile. */
+  /** With --profile: a CPU profile of each worker per phase (the killed one's failover window is missing). */
   profiles?: ProfileSummary[];
 }
 
@@ -215,12 +216,15 @@ class Recorder {
   private timeline: Array<[number, number, number]> = [];
   /** The latest sample of each registry (A, B), whatever the phase. */
   latest: Array<RegistrySample | undefined> = [];
+  /** The phases' CPU profiles of the workers, with `windows`. */
+  readonly profiles: ProfileSummary[] = [];
 
   constructor(
     private readonly workers: () => WorkerProc[],
     private readonly pids: () => Array<number | undefined>,
     private readonly registries: ScaleRegistry[],
     private readonly redis: Redis,
+    private readonly windows: WindowProfiles | undefined,
   ) {
     this.cpu = new CpuMeter(pids, redis);
     this.redisMeter = new RedisCommandMeter(redis);
@@ -235,8 +239,15 @@ class Recorder {
     const firsts = await Promise.all(this.registries.map((r) => r.sample()));
     this.regAgg = firsts.map((s) => ({ first: s, last: s, loopSum: 0, n: 0, p99: 0, max: 0 }));
     await this.cpu.start();
+    this.windows?.start(this.liveWorkers().map((w) => w.pid));
     this.t0 = performance.now();
     this.timer = setInterval(() => void this.tick(), 1_000);
+  }
+
+  private liveWorkers(): Array<{ name: string; pid: number | undefined }> {
+    return this.workers()
+      .filter((w) => !w.killed)
+      .map((w) => ({ name: w.name, pid: w.cmd.proc.pid }));
   }
 
   private async tick(): Promise<void> {
@@ -293,6 +304,7 @@ class Recorder {
     await this.tick();
     const seconds = (performance.now() - this.t0) / 1000;
     const cpu = await this.cpu.stop();
+    if (this.windows) this.profiles.push(...(await this.windows.stop(this.name, this.liveWorkers())));
     const redisCommands = await this.redisMeter.stop();
     const after = await redisUsedMiB(this.redis);
     const workers = this.workers().map((w, i): WorkerPhase => {
@@ -388,7 +400,8 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
 
     // A worker holds tens of thousands of service syncs: room beyond V8's default heap limit (about 4 GiB here), unless a flag says otherwise.
     const nodeFlags = params.nodeFlags.some((f) => f.startsWith('--max-old-space-size')) ? params.nodeFlags : [...params.nodeFlags, `--max-old-space-size=${WORKER_HEAP_MIB}`];
-    const common = { logDir: params.logDir, nodeFlags, profileDir: params.profileDir };
+    const windows = params.profileDir === undefined ? undefined : new WindowProfiles(params.profileDir);
+    const common = { logDir: params.logDir, nodeFlags: [...nodeFlags, ...(windows?.nodeFlags() ?? [])], env: windows?.env() };
     api = await startRegsyncCommand({ ...common, args: ['api', '--listen', '127.0.0.1:0', '--redis', redis.url], ready: API_READY, name: 'scale-api', timeoutMs: Math.min(30_000, left()) });
     const url = api.ready;
     for (const id of ids) {
@@ -418,7 +431,7 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
       await delay(100);
     }
     queue = new QueueSampler(redis.url, params.shards);
-    const rec = new Recorder(() => workers, pids, registries, redisClient);
+    const rec = new Recorder(() => workers, pids, registries, redisClient, windows);
     recorder = rec;
 
     // Register: A filled by the load generator.
@@ -643,17 +656,7 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
       if (info) info.logProblems = logProblems(w.cmd.output());
     }
     if (api) result.apiLogProblems = logProblems(api.output());
-    if (params.profileDir !== undefined) {
-      result.profiles = [];
-      for (const p of [api, ...workers.map((w) => w.cmd)]) {
-        if (!p?.profileDir) continue;
-        try {
-          result.profiles.push(...profileFiles(p.profileDir).map((f) => summarizeProfile(f, 20)));
-        } catch {
-          // the killed worker wrote none
-        }
-      }
-    }
+    if (params.profileDir !== undefined && recorder) result.profiles = recorder.profiles;
     await load?.close().catch(() => undefined);
     await queue?.close().catch(() => undefined);
     for (const r of registries) await r.close().catch(() => undefined);
