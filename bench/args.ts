@@ -152,8 +152,10 @@ export const USAGE = `usage: npm run bench -- [options]
   --scale-instances <n> ephemeral instances published over gRPC (default 10; --quick 5)
   --scale-shards <n>  shards of the scale phase's 3 workers, 2 replicas each (default 8)
   --scale-full-sync-ms <ms>  the scale task's fullSyncIntervalMs (default 30000, regsync's; --quick 5000)
-  --scale-rest <s>    seconds at rest after the scale sync settled (default 40; --quick 8): longer
-                      than --scale-full-sync-ms, so that the window holds a full sync
+  --scale-rest <s>    seconds at rest once the scale sync settled and then cooled down for one
+                      full-sync interval (default 120; --quick 8): longer than --scale-full-sync-ms,
+                      so that the window holds full syncs; a resync of the task follows, timed, for
+                      the cost of the full sync that verifies every service
   --scale-settle <s>  longest wait after convergence for A's pushes to stop (default 120; --quick 30)
   --scale-new-services <n>  new services after the rest window, each timed until it is in B
                       (default 20; --quick 5)
@@ -322,7 +324,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
     scaleInstances,
     scaleShards: positiveInt('scale-shards', v['scale-shards'], 8),
     scaleFullSyncMs: positiveInt('scale-full-sync-ms', v['scale-full-sync-ms'], quick ? 5_000 : 30_000),
-    scaleRestS: positiveInt('scale-rest', v['scale-rest'], quick ? 8 : 40),
+    scaleRestS: positiveInt('scale-rest', v['scale-rest'], quick ? 8 : 120),
     scaleSettleS: positiveInt('scale-settle', v['scale-settle'], quick ? 30 : 120),
     scaleNewServices: v['scale-new-services'] === '0' ? 0 : positiveInt('scale-new-services', v['scale-new-services'], quick ? 5 : 20),
     scaleMergeWindowMs: positiveInt('scale-merge-window-ms', v['scale-merge-window-ms'], 500),

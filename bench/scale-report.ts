@@ -1,6 +1,7 @@
 import type { CpuShares } from './proc-stats.js';
 import type { ScalePhase, ScaleResult } from './scale.js';
 import { int, millis, seconds } from './stats.js';
+import { FULL_SYNC_VERIFY_EVERY } from '../src/engine/full-sync-filter.js';
 
 /** Issue 28's targets for the scale phase (printed next to the figures, never asserted). */
 export const SCALE_TARGETS = {
@@ -65,12 +66,16 @@ export function scaleRows(s: ScaleResult): string[][] {
   const rest = phase(s, 'rest');
   const restWorkers = rest?.cpu.regsyncEach?.slice(0, p.workers);
   const restCpu = restWorkers?.reduce<number>((a, x) => a + (x ?? 0), 0);
+  const v = s.verify;
+  const withVerify = restCpu === undefined || v === undefined || !v.drained ? undefined : restCpu + v.amortizedShare;
   rows.push([
     'S',
-    `scale: at rest, ${rest ? Math.round(rest.seconds) : 'n/a'} s, full sync every ${p.fullSyncIntervalMs / 1000} s`,
-    rest === undefined ? 'not run' : `workers ${core(restCpu)} of one core (${restWorkers?.map(core).join(' + ')})`,
-    'all workers < 10% of one core',
-    `${verdict(restCpu === undefined ? undefined : restCpu < SCALE_TARGETS.restCpu)} ${disturbedOf(rest?.cpu)}`.trim(),
+    `scale: at rest, ${rest ? Math.round(rest.seconds) : 'n/a'} s after a ${p.fullSyncIntervalMs / 1000} s cool-down, full sync every ${p.fullSyncIntervalMs / 1000} s`,
+    rest === undefined
+      ? 'not run'
+      : `workers ${core(restCpu)} of one core (${restWorkers?.map(core).join(' + ')}); with the verifying full sync spread over its ${FULL_SYNC_VERIFY_EVERY} intervals ${withVerify === undefined ? 'n/a' : core(withVerify)} (${v === undefined ? 'not run' : v.drained ? `${v.cpuSeconds.toFixed(1)} CPU-s in ${v.seconds.toFixed(0)} s` : 'not drained'})`,
+    'all workers < 10% of one core, full syncs included',
+    `${verdict(withVerify === undefined ? undefined : withVerify < SCALE_TARGETS.restCpu)} ${disturbedOf(rest?.cpu)}`.trim(),
   ]);
   const r = s.rest;
   const reads = r === undefined ? undefined : sum(r.readsA) + sum(r.readsB);
@@ -138,6 +143,7 @@ export function scaleLines(s: ScaleResult): string[] {
         `Redis used ${mib(m.redisUsedMiB.before)} -> ${mib(m.redisUsedMiB.after)} (${m.redisUsedMiB.before !== undefined && m.redisUsedMiB.after !== undefined ? `${Math.round(((m.redisUsedMiB.after - m.redisUsedMiB.before) * 2 ** 20) / p.services)} B per service sync` : 'n/a'})`,
     );
   }
+  if (s.verify) out.push(`      verifying full sync: reads A: ${counts(s.verify.readsA)}; B: ${counts(s.verify.readsB)}`);
   if (s.rest) {
     const httpA = Object.entries(s.rest.httpA).map(([k, w]) => `${k} ${w.count}`).join(', ') || 'none';
     const httpB = Object.entries(s.rest.httpB).map(([k, w]) => `${k} ${w.count}`).join(', ') || 'none';

@@ -11,6 +11,7 @@ import { ScaleRegistry, wallNow, type GapReport, type RegistrySample } from './s
 import type { ProfileSummary } from './profile-summary.js';
 import { percentiles, type Percentiles } from './stats.js';
 import { WindowProfiles } from './window-profiles.js';
+import { FULL_SYNC_VERIFY_EVERY } from '../src/engine/full-sync-filter.js';
 
 /*
  * The scale phase (issue 28): `services` x `instances` ephemeral instances published over gRPC into
@@ -128,6 +129,13 @@ export interface ScaleResult {
   pushesStopMs: number | undefined;
   settleS: number | undefined;
   rest: { seconds: number; fullSyncIntervalMs: number; pushesA: number; pushesB: number; readsA: Record<string, number>; readsB: Record<string, number>; httpA: RequestCounts; httpB: RequestCounts } | undefined;
+  /**
+   * A full sync that reconciles every service sync (a resync, which is what every
+   * FULL_SYNC_VERIFY_EVERY-th periodic full sync does), timed until the queues drained: the
+   * workers' CPU-seconds, and that cost spread over the FULL_SYNC_VERIFY_EVERY full-sync intervals
+   * between two such rounds, as a share of one core.
+   */
+  verify: { seconds: number; drained: boolean; cpuSeconds: number; amortizedShare: number; readsA: Record<string, number>; readsB: Record<string, number> } | undefined;
   newServices: { count: number; landed: number; ms: Percentiles | undefined } | undefined;
   failover:
     | {
@@ -375,6 +383,7 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
     pushesStopMs: undefined,
     settleS: undefined,
     rest: undefined,
+    verify: undefined,
     newServices: undefined,
     failover: undefined,
     workers: [],
@@ -533,6 +542,16 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
     result.settleS = (performance.now() - settleStart) / 1000;
     say(result.pushesStopMs === undefined ? `A still pushing after ${params.settleMaxS} s` : `A's pushes stopped ${(result.pushesStopMs / 1000).toFixed(1)} s after convergence`);
 
+    // Cool-down: one full-sync interval, so that the rest window starts after what the cold sync
+    // left behind (the collection of its garbage, the last queued reconciles) rather than in it.
+    const coolS = params.fullSyncIntervalMs / 1000;
+    if (left() > (coolS + params.restS) * 1000 + 30_000) {
+      say(`cooling down for ${coolS} s`);
+      await rec.begin('cool-down');
+      await delay(coolS * 1000);
+      result.phases.push(await rec.end());
+    }
+
     // Rest.
     if (left() > params.restS * 1000 + 30_000) {
       say(`at rest for ${params.restS} s (full sync every ${params.fullSyncIntervalMs / 1000} s)`);
@@ -553,6 +572,36 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
         httpA: await a.requests(),
         httpB: await b.requests(),
       };
+    }
+
+    // Verify: a resync reconciles every service sync, as every FULL_SYNC_VERIFY_EVERY-th full sync does.
+    if (result.rest && left() > 150_000) {
+      say('verifying full sync (a resync of the task)');
+      await rec.begin('verify');
+      const t = performance.now();
+      await within(callApi(url, 'POST', `/api/v1/tasks/${TASK}/resync`, {}, 202), left(), 'POST resync');
+      // Drained: the queues empty on four samples in a row, a second apart (the walk queues in paced slices).
+      let empty = 0;
+      const by = performance.now() + Math.min(120_000, left() - 40_000);
+      while (empty < 4 && performance.now() < by) {
+        await delay(1_000);
+        empty = (await queue.depth().catch(() => 1)) === 0 ? empty + 1 : 0;
+      }
+      const drained = empty >= 4;
+      const seconds = (performance.now() - t) / 1000 - (drained ? 3 : 0);
+      const verify = await rec.end();
+      result.phases.push(verify);
+      const cpuSeconds = (verify.cpu.regsyncEach ?? []).slice(0, params.workers).reduce<number>((sum, x) => sum + (x ?? 0), 0) * verify.seconds;
+      const [va, vb] = verify.registries;
+      result.verify = {
+        seconds,
+        drained,
+        cpuSeconds,
+        amortizedShare: cpuSeconds / ((FULL_SYNC_VERIFY_EVERY * params.fullSyncIntervalMs) / 1000),
+        readsA: readsOf(va?.requests ?? {}),
+        readsB: readsOf(vb?.requests ?? {}),
+      };
+      say(`verifying full sync ${drained ? `drained after ${seconds.toFixed(1)} s` : 'not drained within 120 s'}: ${cpuSeconds.toFixed(1)} CPU-seconds over the workers`);
     }
 
     // New services: each published into A, timed until B holds its copies.
