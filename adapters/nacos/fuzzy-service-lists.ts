@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
-import type { ServiceKey, Unsubscribe } from '../../src/model/index.js';
+import type { ServiceKey, ServicesChange, Unsubscribe } from '../../src/model/index.js';
 import { parseServiceKey } from './grpc/fuzzy-pattern.js';
-import type { FuzzyWatches, FuzzyWatchEvent, FuzzyWatchHandle } from './grpc/fuzzy-watches.js';
+import type { FuzzyKeyChanges, FuzzyWatches, FuzzyWatchEvent, FuzzyWatchHandle } from './grpc/fuzzy-watches.js';
 import type { ServiceScope } from './service-list-watch.js';
 import { toServiceRef } from './wire.js';
 
@@ -18,14 +18,14 @@ export interface FuzzyServiceListsOptions {
   intervalMs: number;
   /** The list-polling watch of a scope, for clusters without fuzzy watch and patterns the server refuses. */
   poll: (scope: ServiceScope, onChange: () => void) => Unsubscribe;
-  /** Changes within this long after a call make one more call (default 100 ms): a burst of new services is one re-list. */
+  /** Changes within this long after a call make one more call (default 100 ms), telling them all: a burst of new services is one call. */
   coalesceMs?: number;
 }
 
 interface ScopeSub {
   scope: ServiceScope;
   key: string;
-  watchers: Set<() => void>;
+  watchers: Set<(change?: ServicesChange) => void>;
   mode: 'starting' | 'push' | 'poll';
   /** Per namespace id, its pattern's watch. */
   patterns: Map<string, FuzzyWatchHandle>;
@@ -35,7 +35,12 @@ interface ScopeSub {
   stopPoll: Unsubscribe | undefined;
   timer: NodeJS.Timeout | undefined;
   coalesce: NodeJS.Timeout | undefined;
-  dirty: boolean;
+  /**
+   * What came during the coalescing window, for the call at its end: per service key, whether the
+   * pushed set holds it now (the last change of the window wins); `unknown` when anything else
+   * happened (the watchers then list again).
+   */
+  pending: Map<string, boolean> | 'unknown' | undefined;
   failing: boolean;
   active: boolean;
 }
@@ -45,8 +50,11 @@ interface ScopeSub {
  * (Nacos 3.x over gRPC), one pattern `<namespace>>><group or *>>>*` per namespace of the scope
  * (the namespace part of a pattern takes no wildcard, so a namespace `*` scope holds one per
  * namespace, and reads the namespace list again every `intervalMs` to find new ones). Watchers are
- * called when a pattern's services change, and once a scope's patterns are all complete; calls are
- * coalesced over `coalesceMs`.
+ * called when a pattern's services change, with the services that came and went
+ * ({@link ServicesChange}), and with nothing (list again) when anything else may have changed the
+ * scope's list: a pattern complete again (first, or after a reconnect), a namespace gone, the fall
+ * back to polling, and every poll. Calls are coalesced over `coalesceMs`: the call at the end of a
+ * window tells what the window's changes came to, or nothing if one of them told nothing.
  *
  * While every pattern of a scope is complete (see {@link FuzzyWatchHandle.keys}), {@link list}
  * answers the scope from the pushed keys, with no request; otherwise it answers undefined and the
@@ -67,7 +75,7 @@ export class FuzzyServiceLists {
     return n;
   }
 
-  watch(scope: ServiceScope, onChange: () => void): Unsubscribe {
+  watch(scope: ServiceScope, onChange: (change?: ServicesChange) => void): Unsubscribe {
     if (this.closed) return () => {};
     const key = scopeKey(scope);
     let sub = this.subs.get(key);
@@ -83,14 +91,14 @@ export class FuzzyServiceLists {
         stopPoll: undefined,
         timer: undefined,
         coalesce: undefined,
-        dirty: false,
+        pending: undefined,
         failing: false,
         active: true,
       };
       this.subs.set(key, sub);
       void this.start(sub);
     }
-    const watcher = () => onChange();
+    const watcher = (change?: ServicesChange) => onChange(change);
     sub.watchers.add(watcher);
     const owner = sub;
     return () => this.unwatch(owner, watcher);
@@ -108,13 +116,8 @@ export class FuzzyServiceLists {
     const out: ServiceKey[] = [];
     for (const keys of sets) {
       for (const key of keys) {
-        const parts = parseServiceKey(key);
-        if (!parts) continue;
-        out.push({
-          namespace: scope.namespace === ANY ? parts.namespace : scope.namespace,
-          group: scope.group === ANY ? parts.group : scope.group,
-          name: parts.name,
-        });
+        const service = serviceOf(scope, key);
+        if (service) out.push(service);
       }
     }
     return out;
@@ -193,19 +196,21 @@ export class FuzzyServiceLists {
     if (sub.mode !== 'push') return;
     const fuzzy = sub.fuzzy as FuzzyWatches;
     const group = sub.scope.group === ANY ? ANY : toServiceRef({ namespace: namespaceId, group: sub.scope.group, name: '' }).group;
-    const handle = fuzzy.watch(namespaceId, group, (event) => this.patternEvent(sub, event));
+    const handle = fuzzy.watch(namespaceId, group, (event, changes) => this.patternEvent(sub, event, changes));
     sub.patterns.set(namespaceId, handle);
     // A pattern another scope watched already can be refused before any event reaches this one.
     if (handle.refused()) this.toPoll(sub);
   }
 
-  private patternEvent(sub: ScopeSub, event: FuzzyWatchEvent): void {
+  private patternEvent(sub: ScopeSub, event: FuzzyWatchEvent, changes: FuzzyKeyChanges | undefined): void {
     if (!sub.active || sub.mode !== 'push') return;
     if (event === 'refused') {
       this.toPoll(sub);
       return;
     }
-    if (event === 'changed' || [...sub.patterns.values()].every((h) => h.ready())) this.notify(sub);
+    if (event === 'changed') this.notify(sub, changes);
+    // Complete again: what changed meanwhile is not known key by key.
+    else if ([...sub.patterns.values()].every((h) => h.ready())) this.notify(sub);
   }
 
   /** From push to list polling, for as long as the scope is watched. */
@@ -231,35 +236,39 @@ export class FuzzyServiceLists {
     sub.timer.unref();
   }
 
-  /** Calls the watchers now, and once more at the end of the window if more changes came meanwhile. */
-  private notify(sub: ScopeSub): void {
+  /**
+   * Calls the watchers now (with `changes`, the keys that came and went, or with nothing: list
+   * again), and once more at the end of the window with what the changes that came meanwhile add up to.
+   */
+  private notify(sub: ScopeSub, changes?: FuzzyKeyChanges): void {
     if (sub.coalesce) {
-      sub.dirty = true;
+      sub.pending = mergeChanges(sub.pending, changes);
       return;
     }
-    this.callWatchers(sub);
+    this.callWatchers(sub, changes && servicesChange(sub.scope, changes));
     sub.coalesce = setTimeout(() => {
       sub.coalesce = undefined;
-      if (!sub.dirty || !sub.active) return;
-      sub.dirty = false;
-      this.notify(sub);
+      const pending = sub.pending;
+      sub.pending = undefined;
+      if (pending === undefined || !sub.active) return;
+      this.notify(sub, pending === 'unknown' ? undefined : pending);
     }, this.options.coalesceMs ?? 100);
     sub.coalesce.unref();
   }
 
-  private callWatchers(sub: ScopeSub): void {
+  private callWatchers(sub: ScopeSub, change?: ServicesChange): void {
     for (const watcher of [...sub.watchers]) {
       if (!sub.active) return;
       if (!sub.watchers.has(watcher)) continue;
       try {
-        watcher();
+        watcher(change);
       } catch (err) {
         this.options.log.error({ err }, 'a watcher of a nacos service list threw');
       }
     }
   }
 
-  private unwatch(sub: ScopeSub, watcher: () => void): void {
+  private unwatch(sub: ScopeSub, watcher: (change?: ServicesChange) => void): void {
     if (!sub.watchers.delete(watcher) || sub.watchers.size > 0) return;
     this.deactivate(sub);
     if (this.subs.get(sub.key) === sub) this.subs.delete(sub.key);
@@ -274,6 +283,35 @@ export class FuzzyServiceLists {
     sub.stopPoll?.();
     sub.stopPoll = undefined;
   }
+}
+
+/** A pushed service key as `listServices` of the scope answers it: the scope's own namespace and group, the key's under a `*`. */
+function serviceOf(scope: ServiceScope, key: string): ServiceKey | undefined {
+  const parts = parseServiceKey(key);
+  if (!parts) return undefined;
+  return {
+    namespace: scope.namespace === ANY ? parts.namespace : scope.namespace,
+    group: scope.group === ANY ? parts.group : scope.group,
+    name: parts.name,
+  };
+}
+
+/** The services a window's key changes name, split by whether they ended added or removed. */
+function servicesChange(scope: ServiceScope, changes: FuzzyKeyChanges): ServicesChange {
+  const change: ServicesChange = { added: [], removed: [] };
+  for (const [key, present] of changes) {
+    const service = serviceOf(scope, key);
+    if (service) (present ? change.added : change.removed).push(service);
+  }
+  return change;
+}
+
+/** What is pending after one more change in the window: its keys over the pending ones, or `unknown` once either tells nothing. */
+function mergeChanges(pending: Map<string, boolean> | 'unknown' | undefined, changes: FuzzyKeyChanges | undefined): Map<string, boolean> | 'unknown' {
+  if (pending === 'unknown' || changes === undefined) return 'unknown';
+  const merged = pending ?? new Map<string, boolean>();
+  for (const [key, present] of changes) merged.set(key, present);
+  return merged;
 }
 
 function scopeKey(scope: ServiceScope): string {

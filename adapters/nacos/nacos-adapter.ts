@@ -6,6 +6,7 @@ import type {
   Instance,
   RegistryAdapter,
   ServiceKey,
+  ServicesChange,
   TransportStats,
   Unsubscribe,
   WatchEvent,
@@ -208,21 +209,22 @@ export class NacosAdapter implements RegistryAdapter {
     return services;
   }
 
-  /**
-   * Calls `onChange` when services may have appeared in or vanished from the scope (`*` namespaces
-   * and groups included). Over gRPC to a server with fuzzy watch (Nacos 3.x), by push: a pattern
-   * per namespace of the scope, `onChange` on every service added or deleted (see
-   * {@link FuzzyServiceLists}), and `listServices` of the scope answered from the pushed set with no
-   * request while it is complete. Otherwise (HTTP, Nacos 2.x, a pattern over the server's limits) the
-   * scope is listed every `options.serviceListPollIntervalMs` and compared with the last list seen
-   * (a poll, or the last `listServices` of the same scope); failures are logged and retried.
-   */
   /** Whether the scope's fuzzy watch is complete (its services answered from the pushed set). */
   servicesPushed(scope: { namespace: string; group: string }): boolean {
     return this.pushedLists.complete(scope);
   }
 
-  watchServices(scope: { namespace: string; group: string }, onChange: () => void): Unsubscribe {
+  /**
+   * Calls `onChange` when services may have appeared in or vanished from the scope (`*` namespaces
+   * and groups included). Over gRPC to a server with fuzzy watch (Nacos 3.x), by push: a pattern
+   * per namespace of the scope, `onChange` on every service added or deleted, told which (see
+   * {@link FuzzyServiceLists}), and `listServices` of the scope answered from the pushed set with no
+   * request while it is complete. Otherwise (HTTP, Nacos 2.x, a pattern over the server's limits) the
+   * scope is listed every `options.serviceListPollIntervalMs` and compared with the last list seen
+   * (a poll, or the last `listServices` of the same scope), `onChange` told nothing (list again);
+   * failures are logged and retried.
+   */
+  watchServices(scope: { namespace: string; group: string }, onChange: (change?: ServicesChange) => void): Unsubscribe {
     if (this.closing) return () => {};
     // Over HTTP nothing is pushed: the list poll starts at once.
     if (this.mode && !this.mode.grpc) return this.serviceLists.watch(scope, onChange);

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ServiceKey } from '../../src/model/index.js';
+import type { ServiceKey, ServicesChange } from '../../src/model/index.js';
 import { startRegistry, type RegistryOptions, type RunningRegistry } from '../../src/registry/index.js';
 import { waitUntil } from '../../test/support/wait-until.js';
 import { createNacosAdapter, type NacosAdapter } from './nacos-adapter.js';
@@ -97,6 +97,25 @@ describe('NacosAdapter service lists by fuzzy watch (Nacos 3.x over gRPC)', () =
     await waitUntil(async () => keys(await a.listServices(all)).join() === 'later/G4/indexer,public/G1/orders,staging/G2/ledger,staging/G3/users', { message: 'the new namespace watched' });
     expect(a.stats().grpc?.fuzzyPatterns).toBe(3);
     expect(r.grpc?.stats().fuzzyWatch).toMatchObject({ patterns: 3, watches: 3 });
+  });
+
+  it('tells the watchers which services came and went, keyed as listServices answers them', async () => {
+    const r = await registry({ namespaces: [{ id: 'staging', name: 'staging', description: '' }] });
+    add(r, 'orders', 'staging', 'G1');
+    const a = adapter(r, { serviceListPollIntervalMs: 600_000 });
+    const all = { namespace: '*', group: '*' };
+    const changes: Array<ServicesChange | undefined> = [];
+    a.watchServices(all, (change) => changes.push(change));
+    // Nothing said about which services (the watcher lists) once the namespaces are known, and once their patterns are complete.
+    await waitUntil(() => changes.length === 2 && a.servicesPushed(all), { message: 'the pushed set complete' });
+    expect(changes).toEqual([undefined, undefined]);
+    add(r, 'users', 'staging', 'G2');
+    await waitUntil(() => changes.some((c) => c?.added.some((s) => s.name === 'users')), { message: "told of users" });
+    expect(changes.find((c) => c !== undefined)).toEqual({ added: [{ namespace: 'staging', group: 'G2', name: 'users' }], removed: [] });
+    expect(keys(await a.listServices(all))).toEqual(['staging/G1/orders', 'staging/G2/users']);
+    drop(r, 'orders', 'staging', 'G1');
+    await waitUntil(() => changes.some((c) => c?.removed.some((s) => s.name === 'orders')), { message: 'told of orders gone' });
+    expect(changes.filter((c) => c !== undefined).flatMap((c) => c.removed)).toEqual([{ namespace: 'staging', group: 'G1', name: 'orders' }]);
   });
 
   it('after the registry restarts on the same ports, watches again with what it holds and picks up new services', async () => {

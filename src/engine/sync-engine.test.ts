@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../log.js';
-import { serviceSyncKey, type ServiceKey, type TaskSpec } from '../model/index.js';
+import { serviceSyncKey, type ServiceKey, type ServicesChange, type TaskSpec } from '../model/index.js';
 import { FakeAdapter, instance } from '../../test/support/fake-adapter.js';
 import { MemoryEngineStore, MemoryMissingServices } from '../../test/support/memory-engine-store.js';
 import { harnessCluster, harnessTask } from '../../test/support/reconciler-harness.js';
+import { waitUntil } from '../../test/support/wait-until.js';
 import { AdapterPool } from './adapter-pool.js';
 import { HeartbeatScheduler } from './heartbeat-scheduler.js';
 import { FULL_SYNC_SLICE, SyncEngine } from './sync-engine.js';
@@ -372,6 +373,171 @@ describe('SyncEngine full syncs of a `*` task whose source pushes its service li
       expect(lists()).toBeGreaterThanOrEqual(1 + full.length);
     } finally {
       await engine.stop();
+    }
+  });
+});
+
+/** A `*` task whose source tells which services came and went (`RegistryAdapter.watchServices` with a change). */
+describe('SyncEngine told of the services a `*` task\'s source added', () => {
+  const setup = (taskOptions: Parameters<typeof harnessTask>[0] = {}) => {
+    let lists = 0;
+    let watches = 0;
+    const watchers = new Set<(change?: ServicesChange) => void>();
+    const source = Object.assign(new FakeAdapter('a'), {
+      watchServices: (_scope: unknown, onChange: (change?: ServicesChange) => void) => {
+        watchers.add(onChange);
+        return () => watchers.delete(onChange);
+      },
+    });
+    const list = source.listServices.bind(source);
+    source.listServices = async (scope) => {
+      lists += 1;
+      return list(scope);
+    };
+    const watch = source.watch.bind(source);
+    source.watch = (service, onChange) => {
+      watches += 1;
+      return watch(service, onChange);
+    };
+    source.put(svc('orders'), [instance('10.7.0.1')]);
+    const { engine, queued } = wildcardEngine(source, taskOptions);
+    const tell = (change?: ServicesChange) => {
+      for (const onChange of watchers) onChange(change);
+    };
+    /** A service appears in the source, which tells of it. */
+    const register = (name: string) => {
+      source.put(svc(name), [instance('10.7.0.2')]);
+      tell({ added: [svc(name)], removed: [] });
+    };
+    const reasons = (k: string) => queued.filter((q) => q.key === k).map((q) => q.reason);
+    return { source, engine, queued, tell, register, reasons, lists: () => lists, watches: () => watches };
+  };
+
+  it('starts an added service, watched and queued, without listing the source', async () => {
+    const { source, engine, register, reasons, lists, watches } = setup();
+    try {
+      await engine.start();
+      expect(lists()).toBe(1);
+      expect(watches()).toBe(1);
+      register('billing');
+      await waitUntil(() => reasons(key('billing')).includes('start'), { message: 'billing started' });
+      expect(watches()).toBe(2);
+      source.touch(svc('billing'));
+      expect(reasons(key('billing'))).toEqual(['start', 'change']);
+      // A service told added again is known: nothing more.
+      register('billing');
+      register('ledger');
+      await waitUntil(() => reasons(key('ledger')).includes('start'), { message: 'ledger started' });
+      expect(reasons(key('billing'))).toEqual(['start', 'change']);
+      expect(watches()).toBe(3);
+      expect(lists()).toBe(1);
+    } finally {
+      await engine.stop();
+    }
+  });
+
+  it('leaves out added services the task excludes, without listing', async () => {
+    const { engine, register, reasons, lists } = setup({ exclude: ['*-eu'] });
+    try {
+      await engine.start();
+      register('orders-eu');
+      register('billing');
+      await waitUntil(() => reasons(key('billing')).includes('start'), { message: 'billing started' });
+      expect(reasons(key('orders-eu'))).toEqual([]);
+      expect(lists()).toBe(1);
+    } finally {
+      await engine.stop();
+    }
+  });
+
+  it('lists the source when services were removed, when the change is not told, and for a task that maps names', async () => {
+    const { source, engine, tell, reasons, lists } = setup();
+    try {
+      await engine.start();
+      source.services.delete('public/DEFAULT_GROUP/orders');
+      tell({ added: [], removed: [svc('orders')] });
+      await waitUntil(() => lists() === 2, { message: 'listed for a removal' });
+      source.put(svc('billing'), [instance('10.7.0.2')]);
+      tell();
+      await waitUntil(() => reasons(key('billing')).includes('start'), { message: 'billing started by a listing' });
+      expect(lists()).toBe(3);
+    } finally {
+      await engine.stop();
+    }
+
+    const mapped = setup({ mapping: { prefix: 'copy-' } });
+    try {
+      await mapped.engine.start();
+      mapped.register('billing');
+      await waitUntil(() => mapped.reasons(key('billing')).includes('start'), { message: 'billing started by a listing' });
+      expect(mapped.lists()).toBe(2);
+    } finally {
+      await mapped.engine.stop();
+    }
+  });
+
+  it('lists the source when the task is at its maxServices', async () => {
+    const { engine, register, reasons, lists } = setup({ maxServices: 2 });
+    try {
+      await engine.start();
+      register('billing');
+      await waitUntil(() => reasons(key('billing')).includes('start'), { message: 'billing started' });
+      expect(lists()).toBe(1);
+      register('ledger');
+      await waitUntil(() => lists() === 2, { message: 'listed at the limit' });
+      expect(reasons(key('ledger'))).toEqual([]);
+    } finally {
+      await engine.stop();
+    }
+  });
+
+  it('starts a service told added while an expansion lists once that expansion ended, watching it once', async () => {
+    const { source, engine, tell, register, reasons, lists, watches } = setup();
+    let open: () => void = () => {};
+    try {
+      await engine.start();
+      const list = source.listServices.bind(source);
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      source.listServices = async (scope) => {
+        const listed = await list(scope);
+        await gate;
+        return listed;
+      };
+      // An expansion lists (and hangs); meanwhile `billing` appears, and is told.
+      tell();
+      await waitUntil(() => lists() === 2, { message: 'the expansion lists' });
+      register('billing');
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(reasons(key('billing'))).toEqual([]);
+      open();
+      await waitUntil(() => reasons(key('billing')).includes('start'), { message: 'billing started' });
+      expect(reasons(key('billing'))).toEqual(['start']);
+      expect(watches()).toBe(2);
+      expect(await engine.stillListed(key('billing'))).toBe(true);
+      expect(lists()).toBe(2);
+    } finally {
+      open();
+      await engine.stop();
+    }
+  });
+
+  it('clears the missing mark of a service told added again, as a listing finding it would', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(T0);
+    const { source, engine, tell, register, lists } = setup();
+    try {
+      source.put(svc('billing'), [instance('10.7.0.2')]);
+      await engine.start();
+      source.services.delete('public/DEFAULT_GROUP/billing');
+      tell({ added: [], removed: [svc('billing')] });
+      await vi.waitFor(() => expect(lists()).toBe(2));
+      register('billing');
+      vi.setSystemTime(T0 + 3_100);
+      await vi.waitFor(async () => expect(await engine.stillListed(key('billing'))).toBe(true));
+      expect(lists()).toBe(2);
+    } finally {
+      await engine.stop();
+      vi.useRealTimers();
     }
   });
 });

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { RegistryAdapter, Unsubscribe } from '../model/adapter.js';
+import type { RegistryAdapter, ServicesChange, Unsubscribe } from '../model/adapter.js';
 import {
   DEFAULT_FULL_SYNC_MS,
   DEFAULT_MAX_SERVICES,
@@ -540,7 +540,7 @@ export class SyncEngine implements TaskControl {
     if (this.active.get(task.id) !== active) return [];
     if (wildcard && !active.unwatchServices && source.watchServices) {
       // Services appearing in the source are picked up at once, not at the next full sync.
-      active.unwatchServices = source.watchServices(scope, () => this.refreshServices(active));
+      active.unwatchServices = source.watchServices(scope, (change) => this.servicesChanged(active, change));
     }
     if (fansOut && !active.unwatchServices && source.watchExpansion) active.unwatchServices = source.watchExpansion(named, () => this.refreshServices(active));
     const problems: string[] = [];
@@ -623,6 +623,78 @@ export class SyncEngine implements TaskControl {
 
   private confirmMs(): number {
     return this.opts.confirmMs ?? 3000;
+  }
+
+  /**
+   * The source's list of a `*` task's scope changed (`RegistryAdapter.watchServices`): services it
+   * says were added, and nothing else, are started without a listing (see {@link startAdded});
+   * anything else, or a change it does not name, lists the scope again.
+   */
+  private servicesChanged(active: ActiveTask, change: ServicesChange | undefined): void {
+    if (this.active.get(active.task.id) !== active) return;
+    // A removal is dropped only once a second listing confirms it (see dropMissing).
+    if (change === undefined || change.removed.length > 0) {
+      this.refreshServices(active);
+      return;
+    }
+    if (change.added.length === 0) return;
+    void this.startAdded(active, change.added).catch((err: unknown) => {
+      this.log.warn({ err, task: active.task.id }, 'cannot start the services the source added; listing it');
+      this.refreshServices(active);
+    });
+  }
+
+  /**
+   * Starts services the source says were added to a `*` task's scope as {@link expand} starts the
+   * new services of a listing (known, watched in a led shard, queued), but without listing the
+   * scope: at 100,000 services an expansion takes about a second, which a new service need not wait
+   * for. Expands instead where the answer needs the whole list or the last expansion's outcome (see
+   * {@link startsWithoutListing}). Runs after an expansion under way (its listing may predate the
+   * change); clears the services' missing marks, as a listing that finds them does; checks and
+   * watches each service with no await in between, so that no expansion watches it as well.
+   */
+  private async startAdded(active: ActiveTask, added: readonly ServiceKey[]): Promise<void> {
+    if (active.expanding) await active.expanding.catch(() => []);
+    const { task } = active;
+    if (this.active.get(task.id) !== active) return;
+    if (!this.startsWithoutListing(active, 0)) {
+      this.refreshServices(active);
+      return;
+    }
+    const keep = serviceFilter(task.options);
+    const services = new Map<string, ServiceKey>();
+    for (const service of added) if (keep(service.name)) services.set(serviceSyncKey({ taskId: task.id, service }), service);
+    if (services.size === 0) return;
+    const source = await this.opts.adapters.get(task.source);
+    await this.opts.missing.note(task.id, new Set(services.keys()), [], Date.now());
+    if (this.active.get(task.id) !== active) return;
+    // No await from here to the last watch.
+    const fresh = [...services].filter(([key]) => !active.services.has(key));
+    if (!this.startsWithoutListing(active, fresh.length)) {
+      this.refreshServices(active);
+      return;
+    }
+    const started: string[] = [];
+    for (const [key, service] of fresh) {
+      const sync: ServiceSync = { service, shard: this.shardOf(key), unwatch: undefined };
+      active.services.set(key, sync);
+      if (!this.leads(sync.shard)) continue;
+      this.watchService(source, active, key, sync);
+      started.push(key);
+    }
+    await this.startSyncs(started);
+  }
+
+  /**
+   * Whether `fresh` more services of a `*` task can start without an expansion: the task was
+   * expanded here, maps no names (clashes need the whole list), stays within `maxServices` (which
+   * services are left out is the listing's order), and its last expansion left nothing out (only an
+   * expansion clears {@link ActiveTask.problem}).
+   */
+  private startsWithoutListing(active: ActiveTask, fresh: number): boolean {
+    const { task } = active;
+    const maxServices = task.options.maxServices ?? DEFAULT_MAX_SERVICES;
+    return active.expanded === true && task.options.mapping === undefined && active.problem === null && active.services.size + fresh <= maxServices;
   }
 
   /** Lists a `*` task's services again (the source's list changed, or a missing service is due for a recheck); coalesced (see {@link expansion}). */

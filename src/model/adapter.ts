@@ -16,6 +16,17 @@ export interface ApplyPlan {
   desired?: { owner: string; instances: Instance[] } | undefined;
 }
 
+/**
+ * Which services came into and went out of a watched scope since the last call of a
+ * {@link RegistryAdapter.watchServices} watcher, keyed as `listServices` of that scope answers them
+ * (real namespace and group under a `*`). A service is in one list at most, the one it ended in (added
+ * then removed: removed). A change names every service that came or went, or is not given at all.
+ */
+export interface ServicesChange {
+  added: ServiceKey[];
+  removed: ServiceKey[];
+}
+
 /** The answer of one heartbeat: `unknown` means the registry lost the instance and it must be registered again. */
 export type BeatResult = 'ok' | 'unknown';
 
@@ -32,9 +43,12 @@ export interface RegistryAdapter {
   listServices(scope: { namespace: string; group: string }): Promise<ServiceKey[]>;
   /**
    * Calls `onChange` whenever services may have appeared or vanished in the scope (tasks for `*`).
-   * Absent where the registry cannot tell; the engine then re-lists at every full sync.
+   * An adapter that knows exactly which services came and went (they were pushed to it) passes
+   * them as a {@link ServicesChange}, and the engine can start the new ones without listing the
+   * scope; without one (a poll saw a different list, the adapter lost track) the engine lists the
+   * scope again. Absent where the registry cannot tell; the engine then re-lists at every full sync.
    */
-  watchServices?(scope: { namespace: string; group: string }, onChange: () => void): Unsubscribe;
+  watchServices?(scope: { namespace: string; group: string }, onChange: (change?: ServicesChange) => void): Unsubscribe;
   /**
    * The services a task naming `service` covers, where one name stands for several (a bare Dubbo
    * interface on ZooKeeper: one service per version and group its providers have, named as Dubbo

@@ -5,12 +5,21 @@ import { FUZZY_CHANGE, FUZZY_LIMIT, FUZZY_SYNC_TYPE, FUZZY_WATCH_ABILITY, NACOS_
 
 /** What a pattern's watchers are told. */
 export type FuzzyWatchEvent =
-  /** The pattern's service keys changed after its first INIT finished. */
+  /** The pattern's service keys changed after its first INIT finished (which keys: {@link FuzzyKeyChanges}). */
   | 'changed'
   /** The keys are now complete: the INIT finished and the WATCH was accepted on the current connection. */
   | 'ready'
   /** The server will not watch this pattern (over a limit, or no fuzzy watch): list it another way. */
   | 'refused';
+
+/**
+ * The service keys one `changed` event is about, each with whether the pattern's set holds it now
+ * (true: added, false: removed); only keys whose presence did change are in it.
+ */
+export type FuzzyKeyChanges = ReadonlyMap<string, boolean>;
+
+/** Told of a pattern's events; `changes` comes with every `changed`. */
+export type FuzzyWatchListener = (event: FuzzyWatchEvent, changes?: FuzzyKeyChanges) => void;
 
 /** One caller's watch of a pattern. */
 export interface FuzzyWatchHandle {
@@ -52,7 +61,7 @@ interface PatternWatch {
   syncedGeneration: number;
   refused: boolean;
   wasReady: boolean;
-  listeners: Set<(event: FuzzyWatchEvent) => void>;
+  listeners: Set<FuzzyWatchListener>;
   retry: NodeJS.Timeout | undefined;
 }
 
@@ -63,7 +72,8 @@ interface PatternWatch {
  * are handed out only while complete: its INIT finished and the server accepted its WATCH on the
  * current connection. The server forgets everything on a reconnect, so every pattern is watched
  * again then, with the keys held and `initializing` as the Java client sends them, and again every
- * `resyncMs`; a changed set is reported as `changed`.
+ * `resyncMs`; a changed set is reported as `changed`, with the keys that came and went (those of a
+ * notify, or of a sync batch).
  *
  * A server without the `fuzzyWatch` ability, or one answering 50310 (too many patterns) or 50311
  * (too many services match), refuses the pattern for good: its watchers are told `refused`, it is
@@ -86,7 +96,7 @@ export class FuzzyWatches {
   }
 
   /** Watches every service of `group` (or `*`: every group) in a namespace (`public` for the public one). */
-  watch(namespaceId: string, group: string, listener: (event: FuzzyWatchEvent) => void): FuzzyWatchHandle {
+  watch(namespaceId: string, group: string, listener: FuzzyWatchListener): FuzzyWatchHandle {
     const text = fuzzyPattern(namespaceId, group, '*');
     let watch = this.patterns.get(text);
     if (!watch) {
@@ -106,7 +116,7 @@ export class FuzzyWatches {
       if (!this.closed) void this.send(watch);
     }
     const own = watch;
-    const entry = (event: FuzzyWatchEvent) => listener(event);
+    const entry: FuzzyWatchListener = (event, changes) => listener(event, changes);
     own.listeners.add(entry);
     return {
       pattern: text,
@@ -146,7 +156,7 @@ export class FuzzyWatches {
     return !watch.refused && watch.initialized && connection.isReady && watch.syncedGeneration === connection.currentGeneration;
   }
 
-  private unwatch(watch: PatternWatch, entry: (event: FuzzyWatchEvent) => void): void {
+  private unwatch(watch: PatternWatch, entry: FuzzyWatchListener): void {
     if (!watch.listeners.delete(entry) || watch.listeners.size > 0) return;
     clearTimeout(watch.retry);
     if (this.patterns.get(watch.text) !== watch) return;
@@ -221,13 +231,13 @@ export class FuzzyWatches {
       return;
     }
     if (body.syncType !== FUZZY_SYNC_TYPE.init && body.syncType !== FUZZY_SYNC_TYPE.diff) return;
-    let changed = false;
+    const changes = new Map<string, boolean>();
     for (const context of Array.isArray(body.contexts) ? (body.contexts as unknown[]) : []) {
       if (typeof context !== 'object' || context === null) continue;
       const { serviceKey, changedType } = context as Record<string, unknown>;
-      if (typeof serviceKey === 'string' && this.apply(watch, serviceKey, changedType)) changed = true;
+      if (typeof serviceKey === 'string' && this.apply(watch, serviceKey, changedType)) changes.set(serviceKey, watch.keys.has(serviceKey));
     }
-    if (changed && watch.initialized) this.emit(watch, 'changed');
+    if (changes.size > 0 && watch.initialized) this.emit(watch, 'changed', changes);
   }
 
   private changed(body: Record<string, unknown>): void {
@@ -236,7 +246,7 @@ export class FuzzyWatches {
     if (!key || !parts) return;
     for (const watch of this.patterns.values()) {
       if (watch.refused || !patternMatches(watch.parsed, parts.namespace, parts.group, parts.name)) continue;
-      if (this.apply(watch, key, body.changedType) && watch.initialized) this.emit(watch, 'changed');
+      if (this.apply(watch, key, body.changedType) && watch.initialized) this.emit(watch, 'changed', new Map([[key, watch.keys.has(key)]]));
     }
   }
 
@@ -256,11 +266,11 @@ export class FuzzyWatches {
     } else if (!ready) watch.wasReady = false;
   }
 
-  private emit(watch: PatternWatch, event: FuzzyWatchEvent): void {
+  private emit(watch: PatternWatch, event: FuzzyWatchEvent, changes?: FuzzyKeyChanges): void {
     for (const listener of [...watch.listeners]) {
       if (!watch.listeners.has(listener)) continue;
       try {
-        listener(event);
+        listener(event, changes);
       } catch (err) {
         this.opts.log.error({ err, pattern: watch.text }, 'a listener of a nacos fuzzy watch threw');
       }
