@@ -28,7 +28,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['eslint.config.js', 'vitest.config.ts'],
+    files: ['eslint.config.js', 'vitest.config.ts', '.dependency-cruiser.mjs'],
     rules: { 'no-restricted-syntax': 'off' },
   },
 );

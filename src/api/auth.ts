@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { ApiError } from './api-error.js';
 import { ApiTokenSet, type ApiPrincipal, type ApiToken } from './auth-tokens.js';
-import { failedResult } from './nacos-sync-wire.js';
+import { failedResult } from '../nacos-sync/nacos-sync-wire.js';
 
 /** What a route needs: nothing, a read token (or admin), or an admin token. */
 export type RouteAccess = 'open' | 'read' | 'admin';

@@ -2,7 +2,8 @@ import type { ClusterSpec } from '../model/index.js';
 import type { PutResult } from '../store/index.js';
 import type { RouteContext } from './api-deps.js';
 import { notifyEngine } from './notify.js';
-import { canonical, type TaskComparison } from './task-commands.js';
+import { canonical } from '../util/canonical.js';
+import type { TaskComparison } from './task-commands.js';
 
 /** The fields of a cluster a `PUT` can change, in the order a comparison names them. */
 const CLUSTER_FIELDS = ['kind', 'endpoints', 'namespace', 'username', 'password', 'labels', 'options'] as const;

@@ -2,7 +2,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from './api-error.js';
-import { describeViolation, toApiError } from './error-handler.js';
+import { toApiError } from './error-handler.js';
+import { describeViolation } from '../validation/violation.js';
 import { API_ERRORS, type ApiErrorCode } from './errors.js';
 
 const apiDir = fileURLToPath(new URL('.', import.meta.url));

@@ -3,3 +3,5 @@ export type { ApiDeps } from './api-deps.js';
 export { ApiError } from './api-error.js';
 export { API_ERRORS, type ApiErrorBody, type ApiErrorCode } from './errors.js';
 export type { ClusterView, ServiceStatusView, TaskDetailView, TaskView, TaskViewState } from './views.js';
+export { loadApiTokens } from './auth-config.js';
+export { TaskBodyCheck, type LocalTaskSpec } from './task-body-check.js';

@@ -11,8 +11,8 @@ import {
   nacosSyncTaskId,
   pageOf,
   pageParam,
-} from './nacos-sync-wire.js';
-import { ID_PATTERN } from './schemas.js';
+} from '../nacos-sync/nacos-sync-wire.js';
+import { ID_PATTERN } from '../validation/patterns.js';
 
 // Ids computed outside this code base (`printf %s shanghai_NACOS | md5sum`), so that the formula
 // is checked against nacos-sync's, not against itself.

@@ -5,8 +5,9 @@ import type { TaskOptions, TaskSpec } from '../model/index.js';
 import { ANY } from '../model/task-rules.js';
 import type { RouteContext } from './api-deps.js';
 import { ApiError } from './api-error.js';
-import { describeViolation, toApiError } from './error-handler.js';
-import { NacosSyncError } from './nacos-sync-error.js';
+import { toApiError } from './error-handler.js';
+import { describeViolation } from '../validation/violation.js';
+import { NacosSyncError } from '../nacos-sync/nacos-sync-error.js';
 import {
   baseResult,
   clusterAddBody,
@@ -23,7 +24,7 @@ import {
   taskListQuery,
   taskListResult,
   taskUpdateBody,
-} from './nacos-sync-schemas.js';
+} from '../nacos-sync/nacos-sync-schemas.js';
 import {
   clusterModelOf,
   clusterSpecOf,
@@ -41,7 +42,7 @@ import {
   taskModelOf,
   type ClusterAddRequest,
   type TaskAddRequest,
-} from './nacos-sync-wire.js';
+} from '../nacos-sync/nacos-sync-wire.js';
 import { notifyEngine } from './notify.js';
 import { TaskCommands } from './task-commands.js';
 

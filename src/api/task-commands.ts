@@ -1,6 +1,7 @@
 import { DEFAULT_GROUP, DEFAULT_NAMESPACE, serviceKeyString, type TaskOptions, type TaskSpec, type TaskState } from '../model/index.js';
 import { taskRuleProblem } from '../model/task-rules.js';
 import { StoreError, type PutResult } from '../store/index.js';
+import { canonical } from '../util/canonical.js';
 import type { RouteContext } from './api-deps.js';
 import { ApiError } from './api-error.js';
 import { notifyEngine } from './notify.js';
@@ -305,14 +306,4 @@ function copiesMove(a: TaskSpec, b: TaskSpec): boolean {
 function selectorTaken(spec: TaskSpec, ownerId: string | undefined): ApiError {
   const what = `${spec.namespace}/${spec.group}/${spec.service} from ${spec.source} to ${spec.destination}`;
   return new ApiError('task_exists', `${ownerId === undefined ? 'a task' : `task ${ownerId}`} already syncs ${what}`);
-}
-
-/** JSON with object keys sorted, for comparing values whatever order their keys came in. */
-export function canonical(value: unknown): string {
-  return JSON.stringify(value ?? null, (_key, v: unknown) => {
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
-    const sorted: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
-    return sorted;
-  });
 }

@@ -1,9 +1,9 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { canonical } from '../api/task-commands.js';
+import { TaskBodyCheck } from '../api/index.js';
 import { DEFAULT_GROUP, DEFAULT_NAMESPACE } from '../model/index.js';
-import { TaskBodyCheck } from './task-body-check.js';
+import { canonical } from '../util/canonical.js';
 
 /** Clusters and tasks read from declarative files, in the REST API's shapes. */
 export interface Declarations {

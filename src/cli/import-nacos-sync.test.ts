@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { clusterSpecOf, nacosSyncClusterId, nacosSyncTaskId } from '../api/nacos-sync-wire.js';
+import { clusterSpecOf, nacosSyncClusterId, nacosSyncTaskId } from '../nacos-sync/nacos-sync-wire.js';
 import { expandString } from './apply-command.js';
 import { ImportNacosSyncError } from './import-nacos-sync-error.js';
 import { importRows, importYaml, readExportFiles } from './import-nacos-sync.js';

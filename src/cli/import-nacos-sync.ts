@@ -2,17 +2,17 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { fastify } from 'fastify';
 import { Document, isMap, isSeq } from 'yaml';
-import { describeViolation } from '../api/error-handler.js';
-import { NacosSyncError } from '../api/nacos-sync-error.js';
-import { clusterAddBody, taskAddBody } from '../api/nacos-sync-schemas.js';
-import { clusterSpecOf, isBlank, taskBodyOf, TASK_STATUS_DELETE, TASK_STATUS_SYNC, type ClusterAddRequest, type TaskAddRequest } from '../api/nacos-sync-wire.js';
+import { TaskBodyCheck } from '../api/index.js';
+import { NacosSyncError } from '../nacos-sync/nacos-sync-error.js';
+import { clusterAddBody, taskAddBody } from '../nacos-sync/nacos-sync-schemas.js';
+import { clusterSpecOf, isBlank, taskBodyOf, TASK_STATUS_DELETE, TASK_STATUS_SYNC, type ClusterAddRequest, type TaskAddRequest } from '../nacos-sync/nacos-sync-wire.js';
+import { describeViolation } from '../validation/violation.js';
 import { DEFAULT_NAMESPACE, NACOS_SYNC_NAME_OPTION, type ClusterSpec } from '../model/index.js';
 import { applyDeclarations, dryRunSummary, formatResult, type Declarations } from './apply-command.js';
 import { readCsvTable } from './import-nacos-sync-csv.js';
 import { ImportNacosSyncError } from './import-nacos-sync-error.js';
 import { MAX_FILE_BYTES, placeText, type ExportRow, type RowValue } from './import-nacos-sync-rows.js';
 import { readSqlDump, type SqlDialect } from './import-nacos-sync-sql.js';
-import { TaskBodyCheck } from './task-body-check.js';
 
 /** The rows of every file of an export, and notes for the operator. */
 export interface ExportRows {

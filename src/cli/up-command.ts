@@ -3,7 +3,7 @@ import { InvalidArgumentError } from 'commander';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { startNode, type NodeOptions, type RegsyncNode } from '../node.js';
-import { loadApiTokens } from '../api/auth-config.js';
+import { loadApiTokens } from '../api/index.js';
 import type { RunningCmdb } from '../cmdb/index.js';
 import { startCmdbFromCli, type CmdbCliOptions } from './cmdb-options.js';
 import { metricsTokenOf, parseListen } from './options.js';

@@ -2,13 +2,13 @@ import { createHash } from 'node:crypto';
 import { KINDS, kindNamed, validateCluster } from '../../adapters/kinds.js';
 import { ClusterConfigError, DEFAULT_GROUP, NACOS_SYNC_NAME_OPTION, type ClusterSpec, type TaskSpec } from '../model/index.js';
 import { NacosSyncError, RESULT_SYSTEM_ERROR } from './nacos-sync-error.js';
-import { ENDPOINT_PATTERN, NAME_PATTERN } from './schemas.js';
+import { ENDPOINT_PATTERN, NAME_PATTERN } from '../validation/patterns.js';
 
 /**
  * nacos-sync's wire contract, as pure functions: ids, cluster types, connect keys, the result
  * envelope, the cluster and task models, paging. The facts come from nacos-sync's sources
  * (`SkyWalkerUtil`, `ClusterTypeEnum`, `TaskStatusEnum`, `BaseResult`, `ClusterModel`, `TaskModel`,
- * the `*Processor` classes); see `nacos-sync-routes.ts` for the routes that use them.
+ * the `*Processor` classes); see `src/api/nacos-sync-routes.ts` for the routes that use them.
  */
 
 /** `ResultCodeEnum.SUCCESS`: the `resultCode` of every successful answer. */

@@ -1,4 +1,4 @@
-import { SERVICE_PATTERN } from './schemas.js';
+import { SERVICE_PATTERN } from '../validation/patterns.js';
 
 /**
  * JSON Schemas of the nacos-sync compatible routes. Bodies accept exactly the fields of

@@ -1,6 +1,6 @@
 import { fastify } from 'fastify';
-import { installErrorHandling } from '../api/error-handler.js';
-import { createTaskBody } from '../api/schemas.js';
+import { installErrorHandling } from './error-handler.js';
+import { createTaskBody } from './schemas.js';
 import { silentLogger } from '../log.js';
 import { DEFAULT_GROUP, DEFAULT_NAMESPACE, type TaskSpec } from '../model/index.js';
 import { taskRuleProblem } from '../model/task-rules.js';
