@@ -13,7 +13,7 @@ import {
   SERVER_REQUEST,
   type ResponseBody,
 } from './messages.js';
-import { MAX_MESSAGE_BYTES, nacosGrpcServices, readPayload, toPayload, type Payload, type ReadPayload } from './payload.js';
+import { MAX_MESSAGE_BYTES, nacosGrpcServices, readPayload, toPayload, type EncodedBody, type Payload, type ReadPayload } from './payload.js';
 
 /** One server's gRPC address. */
 export interface GrpcEndpoint {
@@ -186,9 +186,10 @@ export class GrpcConnection {
   /**
    * One unary request on the connection (waits for it); answers the response body when its
    * `resultCode` is 200. Naming requests carry the auth headers; a 403 logs in again once. Rejects
-   * with `NacosRequestError` (`nacosCode` = the server's `errorCode`).
+   * with `NacosRequestError` (`nacosCode` = the server's `errorCode`). The body may come as JSON
+   * text already ({@link EncodedBody}).
    */
-  async request(type: string, body: Record<string, unknown>, opts: { auth?: boolean } = {}): Promise<ResponseBody> {
+  async request(type: string, body: Record<string, unknown> | EncodedBody, opts: { auth?: boolean } = {}): Promise<ResponseBody> {
     const attempt = async (): Promise<{ answer: ReadPayload; headers: Record<string, string> }> => {
       await this.ready();
       const live = this.live;
@@ -234,7 +235,7 @@ export class GrpcConnection {
     throw this.error('nacos-api-error', type, detail, code);
   }
 
-  private unary(live: Live, type: string, body: Record<string, unknown>, headers: Record<string, string>, timeoutMs: number): Promise<ReadPayload> {
+  private unary(live: Live, type: string, body: Record<string, unknown> | EncodedBody, headers: Record<string, string>, timeoutMs: number): Promise<ReadPayload> {
     const payload = toPayload(type, body, headers, this.opts.clientIp);
     return new Promise((resolve, reject) => {
       live.client.makeUnaryRequest<Payload, Payload>(

@@ -7,7 +7,8 @@ import type { ServiceRef } from '../wire.js';
 import { WireFormatError } from '../wire-format-error.js';
 import { GrpcConnection, type GrpcConnectionStats, type GrpcEndpoint, type GrpcTimings } from './grpc-connection.js';
 import { FuzzyWatches } from './fuzzy-watches.js';
-import { FUZZY_WATCH_ABILITY, namingRequest, readServiceInfo, REQUEST, wireInstance, type ServiceInfoRead, type WireInstance } from './messages.js';
+import { FUZZY_WATCH_ABILITY, namingRequest, readServiceInfo, REQUEST, wireInstance, type ServiceInfoRead } from './messages.js';
+import { EncodedBody } from './payload.js';
 import { PublishSets } from './publish-sets.js';
 import { GrpcSubscriptions } from './subscriptions.js';
 
@@ -95,7 +96,7 @@ export class NacosGrpcNaming {
     });
     this.sets = new PublishSets({
       log: opts.log,
-      send: (ref, instances) => this.sendBatch(ref, instances),
+      send: (ref, _instances, json) => this.sendBatch(ref, json),
       clear: async (ref, last) => {
         await this.connection.request(REQUEST.instance, namingRequest(ref, { type: 'deregisterInstance', instance: last }), { auth: true });
       },
@@ -184,8 +185,10 @@ export class NacosGrpcNaming {
     return subscribe ? this.serviceInfoOf(body.serviceInfo, REQUEST.subscribeService) : undefined;
   }
 
-  private async sendBatch(ref: ServiceRef, instances: WireInstance[]): Promise<void> {
-    await this.connection.request(REQUEST.batchInstance, namingRequest(ref, { type: 'batchRegisterInstance', instances }), { auth: true });
+  /** A `BatchInstanceRequest` whose instances come serialized already (`instancesJson`: a JSON array). */
+  private async sendBatch(ref: ServiceRef, instancesJson: string): Promise<void> {
+    const head = JSON.stringify(namingRequest(ref, { type: 'batchRegisterInstance' }));
+    await this.connection.request(REQUEST.batchInstance, new EncodedBody(`${head.slice(0, -1)},"instances":${instancesJson}}`), { auth: true });
   }
 
   private replay(generation: number): void {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nacosGrpcServices, PayloadError, readPayload, toPayload, type Payload } from './payload.js';
+import { EncodedBody, nacosGrpcServices, PayloadError, readPayload, toPayload, type Payload } from './payload.js';
 
 describe('Nacos gRPC payloads', () => {
   it('serialise as the reference bytes: type(3), headers(7), clientIp(8), then body.value (Any field 2)', () => {
@@ -22,6 +22,15 @@ describe('Nacos gRPC payloads', () => {
     const sent = toPayload('HealthCheckRequest', { headers: {}, module: 'internal' }, { accessToken: 't' });
     const decoded = method?.requestDeserialize(method.requestSerialize(sent)) as Payload;
     expect(readPayload(decoded)).toEqual({ type: 'HealthCheckRequest', headers: { accessToken: 't' }, body: { headers: {}, module: 'internal' } });
+  });
+
+  it('send a body given as JSON text as it is, read back as the object it spells', () => {
+    const method = nacosGrpcServices().Request.service.request;
+    const text = '{"headers":{},"module":"naming","instances":[{"ip":"10.0.0.1","port":80}]}';
+    const sent = toPayload('BatchInstanceRequest', new EncodedBody(text));
+    expect(Buffer.from(sent.body?.value ?? []).toString('utf8')).toBe(text);
+    const decoded = method?.requestDeserialize(method.requestSerialize(sent)) as Payload;
+    expect(readPayload(decoded).body).toEqual({ headers: {}, module: 'naming', instances: [{ ip: '10.0.0.1', port: 80 }] });
   });
 
   it('refuse payloads that are not Nacos messages', () => {

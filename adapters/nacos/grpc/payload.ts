@@ -50,6 +50,14 @@ export function nacosGrpcServices(): NacosGrpcServices {
 }
 
 /**
+ * A body already written as JSON text (a JSON object), sent as it is: a sender that serialized
+ * part of a body for its own use (a digest of it) does not have it serialized a second time.
+ */
+export class EncodedBody {
+  constructor(readonly json: string) {}
+}
+
+/**
  * A payload carrying `body` as the message class `type`. Request headers travel in
  * `metadata.headers`, so the body carries an empty `headers` object, as Nacos' own senders write it.
  */
@@ -57,7 +65,8 @@ export function toPayload(type: string, body: object, headers?: Record<string, s
   const metadata: NonNullable<Payload['metadata']> = { type };
   if (headers && Object.keys(headers).length > 0) metadata.headers = headers;
   if (clientIp !== undefined) metadata.clientIp = clientIp;
-  return { metadata, body: { value: Buffer.from(JSON.stringify(body), 'utf8') } };
+  const json = body instanceof EncodedBody ? body.json : JSON.stringify(body);
+  return { metadata, body: { value: Buffer.from(json, 'utf8') } };
 }
 
 /** Reads a payload; throws {@link PayloadError} when it has no type or its body is not a JSON object. */

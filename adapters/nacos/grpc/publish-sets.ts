@@ -7,8 +7,11 @@ import { packInstances, unpackInstances, type PackedInstances } from './packed-i
 
 export interface PublishSetsOptions {
   log: Logger;
-  /** Replaces the connection's whole set for the service (`BatchInstanceRequest`). */
-  send: (ref: ServiceRef, instances: WireInstance[]) => Promise<void>;
+  /**
+   * Replaces the connection's whole set for the service (`BatchInstanceRequest`); `json` is
+   * `JSON.stringify(instances)`, for a sender that writes the request body as text.
+   */
+  send: (ref: ServiceRef, instances: WireInstance[], json: string) => Promise<void>;
   /**
    * Removes the connection's entry for the service altogether (`deregisterInstance`, which Nacos
    * applies to the whole entry whatever instance it names: `last` is one the set held). An empty
@@ -110,7 +113,9 @@ export class PublishSets {
   private async sendIfChanged(entry: Entry): Promise<void> {
     const merged = merge(entry);
     const wire = merged.map((i) => wireInstance(entry.ref, i));
-    const digest = createHash('sha1').update(JSON.stringify(wire)).digest('base64url');
+    // Serialized once: for the digest, and as the request body's instances.
+    const json = JSON.stringify(wire);
+    const digest = createHash('sha1').update(json).digest('base64url');
     const empty = wire.length === 0;
     if (digest === entry.sent || (empty && entry.sent === undefined)) {
       if (empty && entry.owners.size === 0) this.forget(entry);
@@ -118,7 +123,7 @@ export class PublishSets {
     }
     const last = entry.sentOne;
     if (empty && last) await this.opts.clear(entry.ref, wireInstance(entry.ref, unpackInstances(last)[0] as Instance));
-    else await this.opts.send(entry.ref, wire);
+    else await this.opts.send(entry.ref, wire, json);
     entry.sent = empty ? undefined : digest;
     entry.sentOne = merged.length === 0 ? undefined : packInstances(merged.slice(0, 1));
     this.hold(entry, wire.length);

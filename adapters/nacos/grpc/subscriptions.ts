@@ -158,7 +158,8 @@ export class GrpcSubscriptions {
   private accept(sub: Subscription, instances: Instance[], generation: number, firstRead = false): void {
     const digest = instancesDigest(instances);
     const changed = sub.digest !== undefined && digest !== sub.digest;
-    sub.instances = packInstances(instances);
+    // The same list again (a push after the subscribe, a re-subscribe): the packed copy stands.
+    if (sub.instances === undefined || digest !== sub.digest) sub.instances = packInstances(instances);
     sub.digest = digest;
     sub.generation = Math.max(sub.generation, generation);
     if (firstRead) this.notify(sub, { firstRead: instances });
