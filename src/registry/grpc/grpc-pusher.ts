@@ -112,14 +112,7 @@ export class GrpcPusher {
     this.answeredUpTo.clear();
   }
 
-  /**
-   * Subscribes a connection (one subscription per service; a repeat replaces `clusters`). Nothing is
-   * pushed for the subscribe itself: its answer carries the list (built in the same turn, see the
-   * `SubscribeServiceRequest` handler), and every change after it is pushed to every subscriber.
-   * (Nacos pushes once after a first subscribe as well; a client reads the answer either way, and
-   * that push, the same list again, cost the registry and each subscriber a message and its ack
-   * per service.)
-   */
+  /** Subscribes a connection (one subscription per service; a repeat replaces `clusters`). The first one schedules a push to it. */
   subscribe(connection: GrpcConnection, ref: GrpcServiceRef, clusters: string): void {
     const key = serviceKey(ref.namespaceId, groupedName(ref.groupName, ref.name));
     let subs = this.subscribers.get(key);
@@ -127,6 +120,7 @@ export class GrpcPusher {
       subs = new Map();
       this.subscribers.set(key, subs);
     }
+    const first = !subs.has(connection.id);
     subs.set(connection.id, { connection, ref, clusters });
     let keys = this.byConnection.get(connection.id);
     if (!keys) {
@@ -134,6 +128,7 @@ export class GrpcPusher {
       this.byConnection.set(connection.id, keys);
     }
     keys.add(key);
+    if (first) this.schedule(key, connection.id);
   }
 
   unsubscribe(connection: GrpcConnection, ref: GrpcServiceRef): void {
