@@ -251,6 +251,12 @@ describe('kill -9 of one of two regsync processes, and its replacement', () => {
   const up = ['up', '--redis', '', '--listen', '127.0.0.1:0', '--shards', '32'];
   /** Publisher counts of the copies in B, one per service (0: no copy). */
   const publishers = () => services.map((s) => copiesIn(b, s).reduce((n, i) => n + (i.publishers ?? 0), 0));
+  /** True once both processes publish every copy; throws with the publisher counts otherwise (the timeout shows them). */
+  const publishedByBoth = () => {
+    const counts = publishers();
+    if (counts.every((n) => n === 2)) return true;
+    throw new Error(`publishers per service: ${services.map((s, n) => `${s}=${counts[n]}`).filter((_, n) => counts[n] !== 2).join(' ')}`);
+  };
   /** Services that showed no copy in B at some moment since `watchGaps()`, and the longest time one was gone. */
   const vanished = new Set<string>();
   const goneSince = new Map<string, number>();
@@ -284,7 +290,12 @@ describe('kill -9 of one of two regsync processes, and its replacement', () => {
     await defineGrpcClusters(url, fx);
     await defineTask(url, 'all', 'a', 'b', '*');
     // Two replicas per shard (the default) and two processes: both publish every copy.
-    await waitUntil(() => publishers().every((n) => n === 2), { timeoutMs: 30_000, message: 'every copy published by both processes' });
+    try {
+      await waitUntil(() => publishedByBoth(), { timeoutMs: 30_000, message: 'every copy published by both processes' });
+    } catch (err) {
+      for (const p of procs) console.error(`--- regsync output\n${p.output()}`);
+      throw err;
+    }
   }, 60_000);
   afterAll(async () => {
     app?.close();
