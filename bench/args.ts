@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { DEFAULT_VERIFY_INTERVAL_MS } from '../src/model/types.js';
 
 /** The phases of a run, in the order they run. */
 export const PHASES = ['raw', 'cold', 'latency', 'zk', 'rest', 'grpc-latency', 'grpc-cold', 'dns', 'consul', 'eureka', 'shards', 'scale'] as const;
@@ -70,6 +71,8 @@ export interface BenchArgs {
   scaleShards: number;
   /** The scale task's fullSyncIntervalMs and the rest window (longer, so that it holds a full sync), seconds. */
   scaleFullSyncMs: number;
+  /** The scale task's verifyIntervalMs (regsync's default unless given). */
+  scaleVerifyMs: number;
   scaleRestS: number;
   /** Longest wait after convergence for A's pushes to stop before the rest window, seconds. */
   scaleSettleS: number;
@@ -152,6 +155,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --scale-instances <n> ephemeral instances published over gRPC (default 10; --quick 5)
   --scale-shards <n>  shards of the scale phase's 3 workers, 2 replicas each (default 8)
   --scale-full-sync-ms <ms>  the scale task's fullSyncIntervalMs (default 30000, regsync's; --quick 5000)
+  --scale-verify-ms <ms>     the scale task's verifyIntervalMs (default 1800000, regsync's): each full
+                      sync checks its share of the service syncs against B
   --scale-rest <s>    seconds at rest once the scale sync settled and then cooled down for one
                       full-sync interval (default 120; --quick 8): longer than --scale-full-sync-ms,
                       so that the window holds full syncs; a resync of the task follows, timed, for
@@ -242,6 +247,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
         'scale-instances': { type: 'string' },
         'scale-shards': { type: 'string' },
         'scale-full-sync-ms': { type: 'string' },
+        'scale-verify-ms': { type: 'string' },
         'scale-rest': { type: 'string' },
         'scale-settle': { type: 'string' },
         'scale-new-services': { type: 'string' },
@@ -324,6 +330,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs | undefined {
     scaleInstances,
     scaleShards: positiveInt('scale-shards', v['scale-shards'], 8),
     scaleFullSyncMs: positiveInt('scale-full-sync-ms', v['scale-full-sync-ms'], quick ? 5_000 : 30_000),
+    scaleVerifyMs: positiveInt('scale-verify-ms', v['scale-verify-ms'], DEFAULT_VERIFY_INTERVAL_MS),
     scaleRestS: positiveInt('scale-rest', v['scale-rest'], quick ? 8 : 120),
     scaleSettleS: positiveInt('scale-settle', v['scale-settle'], quick ? 30 : 120),
     scaleNewServices: v['scale-new-services'] === '0' ? 0 : positiveInt('scale-new-services', v['scale-new-services'], quick ? 5 : 20),

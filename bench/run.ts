@@ -160,6 +160,7 @@ async function runBench(args: BenchArgs): Promise<BenchResult> {
             replicas: SHARD_REPLICAS,
             leaseTtlMs: args.shardLeaseTtlMs,
             fullSyncIntervalMs: args.scaleFullSyncMs,
+            verifyIntervalMs: args.scaleVerifyMs,
             restS: args.scaleRestS,
             settleMaxS: args.scaleSettleS,
             newServices: args.scaleNewServices,

@@ -96,6 +96,7 @@ export const createTaskBody = {
       additionalProperties: false,
       properties: {
         fullSyncIntervalMs: { type: 'integer', minimum: 1000, maximum: 86_400_000 },
+        verifyIntervalMs: { type: 'integer', minimum: 1000, maximum: 604_800_000 },
         labels: { type: 'array', maxItems: 64, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 63 } },
         labelsOverride: { type: 'boolean' },
         include: globs,

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { MARK_TASK, WriteRefusedError, type Instance, type TaskOptions, type TaskSpec } from '../model/index.js';
+import { MARK_TASK, serviceSyncKey, WriteRefusedError, type Instance, type TaskOptions, type TaskSpec } from '../model/index.js';
 import { FakeAdapter, instance } from '../../test/support/fake-adapter.js';
 import { MemoryEngineStore } from '../../test/support/memory-engine-store.js';
 import { harnessCluster, harnessTask, harnessWorker, SERVICE, type HarnessWorker } from '../../test/support/reconciler-harness.js';
@@ -54,6 +54,30 @@ describe('Reconciler', () => {
     const writes = b.calls.filter((c) => c.startsWith('apply')).length;
     expect(await worker.reconcile()).toEqual({ kind: 'synced', upserts: 0, removes: 0, conflicts: 0 });
     expect(b.calls.filter((c) => c.startsWith('apply'))).toHaveLength(writes);
+  });
+
+  it('tells whether a reconcile would write anything, reading both sides and writing nothing', async () => {
+    const key = serviceSyncKey({ taskId: 't', service: SERVICE });
+    const writes = () => b.calls.filter((c) => c.startsWith('apply')).length;
+    source(ips(2));
+    await worker.reconcile();
+    const recorded = structuredClone(status());
+    const written = writes();
+    expect(await worker.reconciler.inSync(key)).toBe(true);
+    // A copy removed at the destination by hand, then a source change: found, and nothing written or recorded.
+    b.put(SERVICE, copies(b).slice(1));
+    expect(await worker.reconciler.inSync(key)).toBe(false);
+    expect(writes()).toBe(written);
+    expect(status()).toEqual(recorded);
+    await worker.reconcile();
+    expect(await worker.reconciler.inSync(key)).toBe(true);
+    source(ips(3));
+    expect(await worker.reconciler.inSync(key)).toBe(false);
+    await worker.reconcile();
+    expect(await worker.reconciler.inSync(key)).toBe(true);
+    // A destination that cannot be read is no proof: a reconcile deals with it.
+    b.failReads = new Error('destination down');
+    expect(await worker.reconciler.inSync(key)).toBe(false);
   });
 
   it('stops beating the copies it removes before the removal is sent, so no beat registers one again', async () => {

@@ -36,7 +36,7 @@ import type { HeartbeatScheduler } from './heartbeat-scheduler.js';
 import type { LiveSets } from './live-sets.js';
 import { NOOP_OBSERVER, type EngineObserver, type ReconcileObservation, type TaskEventKind } from './observer.js';
 import type { SourceAddresses } from './source-addresses.js';
-import { diff, transform, type SkipReason, type SyncPlan } from './transform.js';
+import { diff, transform, type SkipReason, type SyncPlan, type TransformResult } from './transform.js';
 import { sharpDrop, WARMUP_DROP_INSTANCES, warmupGuard, type WarmupEvent, type WarmupVerdict } from './warmup.js';
 import { mapService, metadataFilter } from '../model/task-rules.js';
 
@@ -404,20 +404,39 @@ export class Reconciler {
   }
 
   /**
-   * Phase 3, plan: the pure transform (ring filter, marks, labels, metadata rules) and diff, then
-   * the mass-deletion guard, which may hold the plan's removals (new and changed copies still go out).
+   * Whether a reconcile of `key` would write nothing now: both sides read (the source as this
+   * process reads it, from its subscription where it holds one; the destination afresh), the
+   * copies the task wants there compared with those it owns there. Writes and records nothing, so
+   * it runs outside the queue (a full sync's verify); any failure answers false, for a reconcile to
+   * deal with. A task that does not run here answers true (nothing to check).
    */
-  private async plan(run: Run, reads: Reads, destinationInstances: Instance[]): Promise<Planned> {
-    const { task, taskId } = run;
+  async inSync(key: string): Promise<boolean> {
+    const { taskId, service } = parseServiceSyncKey(key);
+    const task = this.opts.activeTask(taskId);
+    if (!task || task.state !== 'running') return true;
+    try {
+      const [source, destination] = await Promise.all([this.opts.adapters.get(task.source), this.opts.adapters.get(task.destination)]);
+      const [sourceInstances, destinationInstances] = await Promise.all([source.listInstances(service), destination.listInstances(mapService(service, task.options.mapping))]);
+      const { desired } = await this.desired(task, sourceInstances, destination);
+      const plan = diff(desired, destinationInstances, taskId);
+      return plan.upsert.length === 0 && plan.remove.length === 0;
+    } catch (err) {
+      this.log.debug({ err, key }, 'cannot check a service sync; reconciling it');
+      return false;
+    }
+  }
+
+  /** The copies `task` wants in its destination for these source instances (the pure transform), and what it leaves out. */
+  private async desired(task: TaskSpec, sourceInstances: readonly Instance[], destination: RegistryAdapter): Promise<TransformResult> {
     const destinationSpec = this.opts.adapters.spec(task.destination) ?? (await this.opts.store.getCluster(task.destination));
     const sourceSpec = this.opts.adapters.spec(task.source) ?? (await this.opts.store.getCluster(task.source));
     const aliases = destinationSpec?.options.aliases;
     const cmdb = this.opts.cmdb;
-    const { desired, skipped } = transform(reads.sourceInstances, {
-      taskId,
+    return transform(sourceInstances, {
+      taskId: task.id,
       sourceClusterId: task.source,
       destinationClusterId: task.destination,
-      destinationAliases: [...(Array.isArray(aliases) ? aliases.map(String) : []), ...(reads.destination.foreignNames ?? [])],
+      destinationAliases: [...(Array.isArray(aliases) ? aliases.map(String) : []), ...(destination.foreignNames ?? [])],
       // Nothing to stamp without a CMDB or cluster labels: copies keep the source's metadata as it is.
       labels:
         cmdb || Object.keys(sourceSpec?.labels ?? {}).length > 0
@@ -430,6 +449,15 @@ export class Reconciler {
           : undefined,
       metadataKeys: metadataFilter(task.options.mapping),
     });
+  }
+
+  /**
+   * Phase 3, plan: the pure transform (ring filter, marks, labels, metadata rules) and diff, then
+   * the mass-deletion guard, which may hold the plan's removals (new and changed copies still go out).
+   */
+  private async plan(run: Run, reads: Reads, destinationInstances: Instance[]): Promise<Planned> {
+    const { task, taskId } = run;
+    const { desired, skipped } = await this.desired(task, reads.sourceInstances, reads.destination);
     this.opts.sourceAddresses?.set(run.key, reads.sourceInstances.map((i) => i.ip));
     const plan = diff(desired, destinationInstances, taskId);
     const owned = destinationInstances.filter((i) => i.metadata[MARK_TASK] === taskId).length;

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../log.js';
-import { serviceSyncKey, type ServiceKey, type ServicesChange, type TaskSpec } from '../model/index.js';
+import { instancesDigest, MARK_ORIGIN, MARK_PATH, MARK_TASK, serviceSyncKey, type ServiceKey, type ServicesChange, type TaskSpec } from '../model/index.js';
 import { FakeAdapter, instance } from '../../test/support/fake-adapter.js';
 import { MemoryEngineStore, MemoryMissingServices } from '../../test/support/memory-engine-store.js';
 import { harnessCluster, harnessTask } from '../../test/support/reconciler-harness.js';
@@ -106,19 +106,20 @@ describe('SyncEngine', () => {
 
 /** Periodic full syncs where the source pushes whole lists and the destination keeps copies with every replica's connection. */
 describe('SyncEngine full syncs of pushed sources into connection-bound destinations', () => {
-  it('leave out services whose pushed list equals their last status, and reconcile them all every 10th time', async () => {
+  it('leave out services whose pushed list equals their last status, and reconcile those a verifying check finds different', async () => {
     const store = new MemoryEngineStore();
     const logger = silentLogger();
     store.clusters.set('a', harnessCluster('a'));
     store.clusters.set('b', harnessCluster('b'));
     const source = Object.assign(new FakeAdapter('a'), {
-      cachedDigest: (service: ServiceKey) => (service.name === 'orders' ? 'digest-of-orders' : 'digest-now'),
+      cachedDigest: (service: ServiceKey) => instancesDigest(source.instances(service)),
     });
     const destination = Object.assign(new FakeAdapter('b'), { connectionBound: async () => true });
     source.put(svc('orders'), [instance('10.7.0.1')]);
     source.put(svc('billing'), [instance('10.7.0.2')]);
-    store.tasks.set('t', { ...harnessTask({ fullSyncIntervalMs: 10 }), service: '*' });
-    for (const [name, digest] of [['orders', 'digest-of-orders'], ['billing', 'digest-before']] as const) {
+    // Every service is checked against the destination every second full sync.
+    store.tasks.set('t', { ...harnessTask({ fullSyncIntervalMs: 10, verifyIntervalMs: 20 }), service: '*' });
+    for (const [name, digest] of [['orders', instancesDigest(source.instances(svc('orders')))], ['billing', 'digest-before']] as const) {
       await store.putServiceStatus('t', { service: svc(name), sourceInstances: 1, destinationInstances: 1, lastSyncAt: null, lagMs: null, lastError: null, problems: [], sourceDigest: digest, held: null });
     }
     const registries = new Map<string, FakeAdapter>([['a', source], ['b', destination]]);
@@ -132,11 +133,19 @@ describe('SyncEngine full syncs of pushed sources into connection-bound destinat
       queue: { enqueue: async (k, reason) => void (reason === 'full' && full.push(decodeURIComponent(k).split('|')[3] as string)) },
       missing: new MemoryMissingServices(),
     });
+    const checks = () => destination.calls.filter((c) => c === 'listInstances public/DEFAULT_GROUP/orders').length;
     try {
       await engine.start();
-      // `billing` changed since its last reconcile: due at every full sync; `orders` only at the 10th.
-      await vi.waitFor(() => expect(full.filter((n) => n === 'orders')).toHaveLength(1), { timeout: 5_000 });
-      expect(full.filter((n) => n === 'billing').length).toBeGreaterThanOrEqual(10);
+      // `billing` changed since its last reconcile: due at every full sync. `orders` did not, but
+      // the destination lacks its copy: the check finds it.
+      await vi.waitFor(() => expect(full.filter((n) => n === 'orders').length).toBeGreaterThanOrEqual(1), { timeout: 5_000 });
+      // Once its copy is there, checks go on and find nothing to do.
+      await engine.reconciler.reconcile(serviceSyncKey({ taskId: 't', service: svc('orders') }));
+      full.length = 0;
+      const checked = checks();
+      await vi.waitFor(() => expect(checks()).toBeGreaterThanOrEqual(checked + 3), { timeout: 5_000 });
+      expect(full.filter((n) => n === 'billing').length).toBeGreaterThanOrEqual(3);
+      expect(full.filter((n) => n === 'orders')).toEqual([]);
       // An operator's resync reconciles everything.
       full.length = 0;
       await engine.resync('t');
@@ -161,7 +170,7 @@ describe('SyncEngine full syncs in slices', () => {
     }
   }
 
-  const setup = (opts: { pushed?: (name: string) => string | undefined; fullSyncIntervalMs?: number } = {}) => {
+  const setup = (opts: { pushed?: (name: string) => string | undefined; fullSyncIntervalMs?: number; verifyIntervalMs?: number } = {}) => {
     const store = new BatchStore();
     const logger = silentLogger();
     store.clusters.set('a', harnessCluster('a'));
@@ -169,7 +178,9 @@ describe('SyncEngine full syncs in slices', () => {
     const source = Object.assign(new FakeAdapter('a'), opts.pushed ? { cachedDigest: (s: ServiceKey) => opts.pushed?.(s.name) } : {});
     const destination = Object.assign(new FakeAdapter('b'), { connectionBound: async () => opts.pushed !== undefined });
     for (const name of names) source.put(svc(name), [instance('10.7.0.1')]);
-    store.tasks.set('t', { ...harnessTask({ fullSyncIntervalMs: opts.fullSyncIntervalMs ?? 3_600_000, maxServices: 10_000 }), service: '*' });
+    // The destination holds every copy already, as a verifying check finds it.
+    for (const name of names) destination.put(svc(name), [{ ...instance('10.7.0.1'), metadata: { [MARK_ORIGIN]: 'a', [MARK_PATH]: 'a', [MARK_TASK]: 't' } }]);
+    store.tasks.set('t', { ...harnessTask({ fullSyncIntervalMs: opts.fullSyncIntervalMs ?? 3_600_000, verifyIntervalMs: opts.verifyIntervalMs, maxServices: 10_000 }), service: '*' });
     const registries = new Map<string, FakeAdapter>([['a', source], ['b', destination]]);
     const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: (spec) => registries.get(spec.id) as FakeAdapter }, logger);
     const batches: Array<{ reason: string; keys: string[] }> = [];
@@ -200,7 +211,7 @@ describe('SyncEngine full syncs in slices', () => {
     });
     const full = () => batches.filter((b) => b.reason === 'full');
     const nameOf = (k: string) => decodeURIComponent(k).split('|')[3] as string;
-    return { store, source, engine, sink, batches, full, nameOf };
+    return { store, source, destination, engine, sink, batches, full, nameOf };
   };
 
   it('queues a slice at a time, the next once the queues have room, and reaches every service and the ones added since', async () => {
@@ -226,22 +237,24 @@ describe('SyncEngine full syncs in slices', () => {
     }
   });
 
-  it('reads each slice of statuses at once, queues only what the feeds do not vouch for, and everything at every 10th', async () => {
+  it('reads each slice of statuses at once, queues only what the feeds do not vouch for, and reads again only what moved', async () => {
     // Every 7th service's pushed list differs from its last status.
     const changed = new Set(names.filter((_, i) => i % 7 === 0));
-    const { store, engine, full, nameOf } = setup({ pushed: (name) => (changed.has(name) ? 'digest-now' : `digest-${name}`), fullSyncIntervalMs: 20 });
+    const { store, destination, engine, full, nameOf } = setup({ pushed: (name) => (changed.has(name) ? 'digest-now' : `digest-${name}`), fullSyncIntervalMs: 20, verifyIntervalMs: 100 });
     for (const name of names) {
       await store.putServiceStatus('t', { service: svc(name), sourceInstances: 1, destinationInstances: 1, lastSyncAt: null, lagMs: null, lastError: null, problems: [], sourceDigest: `digest-${name}`, held: null });
     }
     try {
       await engine.start();
-      // The 10th full sync reconciles every service, the nine before only the changed ones.
-      await vi.waitFor(() => expect(new Set(full().flatMap((b) => b.keys))).toHaveProperty('size', SERVICES), { timeout: 10_000 });
-      const firstNine = full().slice(0, 9 * Math.ceil(SERVICES / FULL_SYNC_SLICE)).flatMap((b) => b.keys);
-      expect(new Set(firstNine.map(nameOf))).toEqual(changed);
-      for (const b of full()) expect(b.keys.length).toBeLessThanOrEqual(FULL_SYNC_SLICE);
-      // One batch read per slice of a filtered full sync.
+      await vi.waitFor(() => expect(store.batchReads.length).toBeGreaterThanOrEqual(8), { timeout: 10_000 });
+      // One batch read per slice of the first full sync; after it, the statuses found matching are
+      // not read again (only the changed ones, and a tenth of the rest in their reread round). The
+      // verifying checks (a fifth of the services at each full sync) find every copy in place.
       expect(store.batchReads.slice(0, 3)).toEqual([500, 500, 200]);
+      for (const n of store.batchReads.slice(3)) expect(n).toBeLessThan(500);
+      expect(new Set(full().flatMap((b) => b.keys).map(nameOf))).toEqual(changed);
+      for (const b of full()) expect(b.keys.length).toBeLessThanOrEqual(FULL_SYNC_SLICE);
+      expect(destination.calls.filter((c) => c.startsWith('listInstances')).length).toBeGreaterThan(SERVICES / 5);
     } finally {
       await engine.stop();
     }

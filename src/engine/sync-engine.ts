@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { RegistryAdapter, ServicesChange, Unsubscribe } from '../model/adapter.js';
 import {
   DEFAULT_FULL_SYNC_MS,
+  DEFAULT_VERIFY_INTERVAL_MS,
   DEFAULT_MAX_SERVICES,
   compareServiceKeys,
   instancesDigest,
@@ -19,7 +20,7 @@ import { filterYielding, sliceClock, sortYielding } from '../util/yielding.js';
 import { ANY, mapService, serviceFilter } from '../model/task-rules.js';
 import type { AdapterPool } from './adapter-pool.js';
 import type { TaskControl } from './control.js';
-import { dueForFullSync, FULL_SYNC_VERIFY_EVERY } from './full-sync-filter.js';
+import { dueForFullSync, FULL_SYNC_LIST_EVERY, FULL_SYNC_REREAD_EVERY, verifyRound } from './full-sync-filter.js';
 import type { HeartbeatScheduler } from './heartbeat-scheduler.js';
 import type { LiveSets } from './live-sets.js';
 import type { SetPublisher } from './set-publisher.js';
@@ -74,6 +75,12 @@ interface ServiceSync {
   shard: number;
   /** Set while this process leads the shard and watches the source. */
   unwatch: Unsubscribe | undefined;
+  /**
+   * The source digest (as the source's feed gave it) that a full sync last found recorded by the
+   * service's status, with no problem: while the feed still gives it, the next full syncs need not
+   * read the status again (see {@link dueForFullSync}).
+   */
+  confirmed: string | undefined;
 }
 
 interface ActiveTask {
@@ -86,8 +93,6 @@ interface ActiveTask {
   recheck?: NodeJS.Timeout | undefined;
   /** What the last expansion could not do (services over the limit, clashing names); shown as the task's error. */
   problem: TaskProblem | null;
-  /** Full syncs run so far (every {@link FULL_SYNC_VERIFY_EVERY}-th reconciles everything). */
-  fullSyncs?: number;
   /** The expansion under way, and the one that follows it: at most one runs and one waits (see {@link SyncEngine.expansion}). */
   expanding?: Promise<string[]> | undefined;
   nextExpansion?: Promise<string[]> | undefined;
@@ -571,7 +576,7 @@ export class SyncEngine implements TaskControl {
           over += 1;
           continue;
         }
-        sync = { service, shard: this.shardOf(key), unwatch: undefined };
+        sync = { service, shard: this.shardOf(key), unwatch: undefined, confirmed: undefined };
         active.services.set(key, sync);
       }
       if (sync.unwatch || !this.leads(sync.shard)) continue;
@@ -676,7 +681,7 @@ export class SyncEngine implements TaskControl {
     }
     const started: string[] = [];
     for (const [key, service] of fresh) {
-      const sync: ServiceSync = { service, shard: this.shardOf(key), unwatch: undefined };
+      const sync: ServiceSync = { service, shard: this.shardOf(key), unwatch: undefined, confirmed: undefined };
       active.services.set(key, sync);
       if (!this.leads(sync.shard)) continue;
       this.watchService(source, active, key, sync);
@@ -770,14 +775,14 @@ export class SyncEngine implements TaskControl {
    * Whether this full sync can skip listing the source: a `*` task whose source keeps the scope's
    * list whole by push (`RegistryAdapter.servicesPushed`), watched here since an expansion that
    * worked, so every service that came or went has already been expanded. A resync and every
-   * {@link FULL_SYNC_VERIFY_EVERY}-th full sync list anyway. At 100,000 services a listing is
+   * {@link FULL_SYNC_LIST_EVERY}-th full sync list anyway. At 100,000 services a listing is
    * about a second of a worker's CPU, so this is most of a quiet task's cost.
    */
   private async listKeptByPush(active: ActiveTask, everything: boolean): Promise<boolean> {
     const { task } = active;
     if (everything || task.service !== ANY || !active.expanded || !active.unwatchServices) return false;
     active.walks = (active.walks ?? 0) + 1;
-    if (active.walks % FULL_SYNC_VERIFY_EVERY === 0) return false;
+    if (active.walks % FULL_SYNC_LIST_EVERY === 0) return false;
     try {
       const source = await this.opts.adapters.get(task.source);
       return source.servicesPushed?.({ namespace: task.namespace, group: task.group }) ?? false;
@@ -811,16 +816,20 @@ export class SyncEngine implements TaskControl {
 
   /**
    * Which keys of a slice of a full sync need a reconcile (see {@link dueForFullSync}): all, unless
-   * the feeds vouch for some. Counts the full sync (every {@link FULL_SYNC_VERIFY_EVERY}-th verifies).
+   * the feeds vouch for some. The service syncs of the current round of the task's
+   * `verifyIntervalMs` are checked against the destination (see {@link verifyRound}).
    */
   private async fullSyncFilter(active: ActiveTask): Promise<((slice: string[]) => Promise<string[]>) | undefined> {
-    active.fullSyncs = (active.fullSyncs ?? 0) + 1;
     const { task } = active;
-    const verify = active.fullSyncs % FULL_SYNC_VERIFY_EVERY === 0;
+    // The round comes from the clock, not from this process's count: a new leader of a shard goes on where the last one was.
+    const interval = task.options.fullSyncIntervalMs ?? DEFAULT_FULL_SYNC_MS;
+    const rounds = Math.max(1, Math.round((task.options.verifyIntervalMs ?? DEFAULT_VERIFY_INTERVAL_MS) / interval));
+    const tick = Math.floor(Date.now() / interval);
+    const round = tick % rounds;
     const { store } = this.opts;
     try {
       const [source, destination] = await Promise.all([this.opts.adapters.get(task.source), this.opts.adapters.get(task.destination)]);
-      if (!source.cachedDigest || verify) return undefined;
+      if (!source.cachedDigest) return undefined;
       const destinationBound = (await destination.connectionBound?.()) ?? false;
       if (!destinationBound) return undefined;
       const statuses = store.getServiceStatuses
@@ -828,8 +837,23 @@ export class SyncEngine implements TaskControl {
         : (taskId: string, services: readonly ServiceKey[]) => Promise.all(services.map((s) => store.getServiceStatus(taskId, s)));
       return async (slice) => {
         try {
-          const { due, skipped } = await dueForFullSync({ taskId: task.id, keys: slice, serviceOf: (key) => active.services.get(key)?.service, source, destinationBound, verify, statuses });
-          if (skipped > 0) this.log.debug({ task: task.id, due: due.length, skipped }, 'full sync: services whose pushed source is unchanged left out');
+          const { due, skipped, verified } = await dueForFullSync({
+            taskId: task.id,
+            keys: slice,
+            serviceOf: (key) => active.services.get(key)?.service,
+            confirmed: (key) => active.services.get(key)?.confirmed,
+            confirm: (key, digest) => {
+              const sync = active.services.get(key);
+              if (sync) sync.confirmed = digest;
+            },
+            rereads: (key) => verifyRound(key, FULL_SYNC_REREAD_EVERY) === tick % FULL_SYNC_REREAD_EVERY,
+            source,
+            destinationBound,
+            verifies: (key) => verifyRound(key, rounds) === round,
+            inSync: (key) => this.reconciler.inSync(key),
+            statuses,
+          });
+          if (skipped > 0) this.log.debug({ task: task.id, due: due.length, skipped, verified }, 'full sync: services whose pushed source is unchanged left out');
           return due;
         } catch (err) {
           this.log.debug({ err, task: task.id }, 'full sync filter unavailable; reconciling every service of the slice');

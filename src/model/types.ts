@@ -29,6 +29,14 @@ export interface TaskOptions {
   /** How often every service of the task is re-read and repaired (default 30 s). */
   fullSyncIntervalMs?: number | undefined;
   /**
+   * Where a full sync leaves out the services its feeds vouch for (a source that pushes its lists,
+   * a destination that keeps copies with regsync's connections): how long a service may go
+   * without its destination being read to check the copies (default
+   * {@link DEFAULT_VERIFY_INTERVAL_MS}). Each full sync checks its share of the services, so the
+   * checks are spread evenly; elsewhere every full sync reconciles every service anyway.
+   */
+  verifyIntervalMs?: number | undefined;
+  /**
    * Which CMDB labels to stamp on copies, by name (e.g. `[site, region, zone]`). Absent: every label
    * the CMDB has for the instance's IP; empty: none. Nothing is stamped when regsync runs without a CMDB.
    */
@@ -112,6 +120,8 @@ export const DEFAULT_MASS_DELETION_MIN_COPIES = 4;
 export const DEFAULT_MASS_DELETION_WINDOW_MS = 60_000;
 
 export const DEFAULT_FULL_SYNC_MS = 30_000;
+/** Default {@link TaskOptions.verifyIntervalMs}: 30 minutes. */
+export const DEFAULT_VERIFY_INTERVAL_MS = 1_800_000;
 
 /** What an operator asks for: copy `service` of `namespace`/`group` from `source` to `destination`. */
 export interface TaskSpec {

@@ -58,6 +58,7 @@ export function isTaskSpec(v: unknown): v is TaskSpec {
     typeof v.namespace === 'string' &&
     isObject(v.options) &&
     (v.options.fullSyncIntervalMs === undefined || typeof v.options.fullSyncIntervalMs === 'number') &&
+    (v.options.verifyIntervalMs === undefined || typeof v.options.verifyIntervalMs === 'number') &&
     (v.options.labels === undefined || (Array.isArray(v.options.labels) && v.options.labels.every((l) => typeof l === 'string'))) &&
     (v.options.labelsOverride === undefined || typeof v.options.labelsOverride === 'boolean') &&
     (v.state === 'running' || v.state === 'paused') &&

@@ -653,6 +653,7 @@ function storedTaskOptions(options: TaskOptions): TaskOptions {
 /** Every field of {@link TaskOptions}; the compiler checks that none is missing. */
 const TASK_OPTION_KEYS = Object.keys({
   fullSyncIntervalMs: true,
+  verifyIntervalMs: true,
   labels: true,
   labelsOverride: true,
   include: true,
