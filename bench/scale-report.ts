@@ -68,7 +68,7 @@ export function scaleRows(s: ScaleResult): string[][] {
   const checksExpected = rest === undefined ? 0 : (p.services * rest.seconds * 1000) / p.verifyIntervalMs;
   rows.push([
     'S',
-    `scale: at rest, ${rest ? Math.round(rest.seconds) : 'n/a'} s after a ${p.fullSyncIntervalMs / 1000} s cool-down, full sync every ${p.fullSyncIntervalMs / 1000} s, each service checked every ${p.verifyIntervalMs / 60_000} min`,
+    `scale: at rest, ${rest ? Math.round(rest.seconds) : 'n/a'} s after a ${s.coolS === undefined ? 'n/a' : Math.round(s.coolS)} s cool-down, full sync every ${p.fullSyncIntervalMs / 1000} s, each service checked every ${p.verifyIntervalMs / 60_000} min`,
     rest === undefined ? 'not run' : `workers ${core(restCpu)} of one core (${restWorkers?.map(core).join(' + ')})`,
     'all workers < 10% of one core, full syncs included',
     `${verdict(restCpu === undefined ? undefined : restCpu < SCALE_TARGETS.restCpu)} ${disturbedOf(rest?.cpu)}`.trim(),

@@ -129,6 +129,8 @@ export interface ScaleResult {
   /** From convergence until A's last push (sampled every 250 ms); undefined: pushes had not stopped by the end of the settle wait. */
   pushesStopMs: number | undefined;
   settleS: number | undefined;
+  /** How long the cool-down before the rest window lasted, s. */
+  coolS?: number;
   rest: { seconds: number; fullSyncIntervalMs: number; pushesA: number; pushesB: number; readsA: Record<string, number>; readsB: Record<string, number>; httpA: RequestCounts; httpB: RequestCounts } | undefined;
   /**
    * An operator's resync (`POST /api/v1/tasks/:id/resync`), which reconciles every service sync,
@@ -224,6 +226,8 @@ class Recorder {
   private timeline: Array<[number, number, number]> = [];
   /** The latest sample of each registry (A, B), whatever the phase. */
   latest: Array<RegistrySample | undefined> = [];
+  /** Each live worker's V8 heap in use (MiB), one sample a second, the last minute of them. */
+  readonly heapTrail = new Map<string, number[]>();
   /** The phases' CPU profiles of the workers, with `windows`. */
   readonly profiles: ProfileSummary[] = [];
 
@@ -252,6 +256,11 @@ class Recorder {
     this.timer = setInterval(() => void this.tick(), 1_000);
   }
 
+  /** The names of the workers not killed. */
+  liveNames(): string[] {
+    return this.liveWorkers().map((w) => w.name);
+  }
+
   private liveWorkers(): Array<{ name: string; pid: number | undefined }> {
     return this.workers()
       .filter((w) => !w.killed)
@@ -275,6 +284,12 @@ class Recorder {
               const late = (s: number | undefined) => (s === undefined ? undefined : Math.max(0, (s - RESOLUTION_S) * 1000));
               const worst = (x: number | undefined, y: number | undefined) => (x === undefined ? y : y === undefined ? x : Math.max(x, y));
               a.heapUsedMiB = m.heapUsed === undefined ? a.heapUsedMiB : m.heapUsed / 2 ** 20;
+              if (m.heapUsed !== undefined) {
+                const trail = this.heapTrail.get(w.name) ?? [];
+                trail.push(m.heapUsed / 2 ** 20);
+                if (trail.length > 60) trail.shift();
+                this.heapTrail.set(w.name, trail);
+              }
               a.heapTotalMiB = m.heapTotal === undefined ? a.heapTotalMiB : m.heapTotal / 2 ** 20;
               a.loopP99Ms = worst(a.loopP99Ms, late(m.lagP99));
               a.loopMaxMs = worst(a.loopMaxMs, late(m.lagMax));
@@ -544,12 +559,25 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
 
     // Cool-down: one full-sync interval, so that the rest window starts after what the cold sync
     // left behind (the collection of its garbage, the last queued reconciles) rather than in it.
+    // It lasts one full-sync interval at least, then until every worker's heap has settled (no
+    // more than 10% between the least and the most of its last 20 s, which the collection of the
+    // cold sync's garbage takes longer than), six intervals (180 s by default) at most.
     const coolS = params.fullSyncIntervalMs / 1000;
-    if (left() > (coolS + params.restS) * 1000 + 30_000) {
-      say(`cooling down for ${coolS} s`);
+    const coolMaxS = Math.min(180, 6 * coolS);
+    if (left() > (coolMaxS + params.restS) * 1000 + 30_000) {
+      say(`cooling down for ${coolS} s at least, until the workers' heaps settle`);
       await rec.begin('cool-down');
+      const coolStart = performance.now();
       await delay(coolS * 1000);
+      const settled = () =>
+        rec.liveNames().every((name) => {
+          const trail = (rec.heapTrail.get(name) ?? []).slice(-20);
+          return trail.length >= 20 && Math.max(...trail) <= 1.1 * Math.min(...trail);
+        });
+      while (!settled() && performance.now() - coolStart < coolMaxS * 1000) await delay(1_000);
+      result.coolS = (performance.now() - coolStart) / 1000;
       result.phases.push(await rec.end());
+      say(`cooled down after ${result.coolS.toFixed(0)} s${settled() ? '' : " (heaps not settled)"}`);
     }
 
     // Rest.

@@ -156,6 +156,85 @@ describe('SyncEngine full syncs of pushed sources into connection-bound destinat
   });
 });
 
+/** A worker coming to lead a shard: what it watches and what it reconciles. */
+describe('SyncEngine taking a shard over', () => {
+  const setup = (bound: boolean) => {
+    const store = new MemoryEngineStore();
+    const logger = silentLogger();
+    store.clusters.set('a', harnessCluster('a'));
+    store.clusters.set('b', harnessCluster('b'));
+    const source = Object.assign(new FakeAdapter('a'), { cachedDigest: (service: ServiceKey) => instancesDigest(source.instances(service)) });
+    // Its subscriptions hand their first read to the watcher, as Nacos gRPC does.
+    const watch = source.watch.bind(source);
+    source.watch = (service, onChange) => {
+      queueMicrotask(() => onChange({ firstRead: source.instances(service) }));
+      return watch(service, onChange);
+    };
+    const destination = Object.assign(new FakeAdapter('b'), { connectionBound: async () => bound });
+    source.put(svc('orders'), [instance('10.7.0.1')]);
+    source.put(svc('billing'), [instance('10.7.0.2')]);
+    store.tasks.set('t', { ...harnessTask(), service: '*' });
+    const registries = new Map<string, FakeAdapter>([['a', source], ['b', destination]]);
+    const adapters = new AdapterPool((id) => store.getCluster(id), { nacos: (spec) => registries.get(spec.id) as FakeAdapter }, logger);
+    const queued: Array<{ name: string; reason: string }> = [];
+    const enqueue = async (k: string, reason: string) => void queued.push({ name: decodeURIComponent(k).split('|')[3] as string, reason });
+    let leading = false;
+    const engine = new SyncEngine({
+      store,
+      adapters,
+      heartbeats: new HeartbeatScheduler({ logger }),
+      logger,
+      leads: () => leading,
+      queue: { enqueue, enqueueMany: async (keys, reason) => void (await Promise.all(keys.map((k) => enqueue(k, reason)))) },
+      missing: new MemoryMissingServices(),
+    });
+    const lead = async () => {
+      leading = true;
+      await engine.leadShard(0);
+    };
+    return { store, source, engine, queued, lead };
+  };
+  const recordStatus = async (store: MemoryEngineStore, name: string, sourceDigest: string) =>
+    store.putServiceStatus('t', { service: svc(name), sourceInstances: 1, destinationInstances: 1, lastSyncAt: null, lagMs: null, lastError: null, problems: [], sourceDigest, held: null });
+
+  it('reconciles only what changed since the last reconcile, where the source pushes and the destination keeps copies with every replica', async () => {
+    const { store, source, engine, queued, lead } = setup(true);
+    await recordStatus(store, 'orders', instancesDigest(source.instances(svc('orders'))));
+    await recordStatus(store, 'billing', 'digest-before');
+    // Each first read is compared with the last status.
+    const compared: string[] = [];
+    const getStatus = store.getServiceStatus.bind(store);
+    store.getServiceStatus = async (taskId, service) => {
+      const status = await getStatus(taskId, service);
+      compared.push(service.name);
+      return status;
+    };
+    try {
+      await engine.start();
+      expect(queued).toEqual([]);
+      await lead();
+      await waitUntil(() => compared.length === 2 && queued.length === 1);
+      expect(queued).toEqual([{ name: 'billing', reason: 'change' }]);
+    } finally {
+      await engine.stop();
+    }
+  });
+
+  it('reconciles every service of the shard where copies need a leader to keep them', async () => {
+    const { store, source, engine, queued, lead } = setup(false);
+    await recordStatus(store, 'orders', instancesDigest(source.instances(svc('orders'))));
+    await recordStatus(store, 'billing', 'digest-before');
+    try {
+      await engine.start();
+      await lead();
+      await waitUntil(() => queued.filter((q) => q.reason === 'start').length === 2);
+      expect(queued.filter((q) => q.reason === 'start').map((q) => q.name).sort()).toEqual(['billing', 'orders']);
+    } finally {
+      await engine.stop();
+    }
+  });
+});
+
 /** A 1,200-service `*` task: full syncs go out in slices of FULL_SYNC_SLICE, paced by the queues' depth. */
 describe('SyncEngine full syncs in slices', () => {
   const SERVICES = 1_200;

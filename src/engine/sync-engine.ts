@@ -201,14 +201,21 @@ export class SyncEngine implements TaskControl {
   /**
    * This process now leads `shard`: watch its service syncs and reconcile each of them in the
    * background. A watch's first poll finds what changed while nobody watched (see
-   * {@link checkFirstRead}), and that is reconciled first.
+   * {@link checkFirstRead}), and that is reconciled first. Where the source pushes its lists and
+   * the destination keeps copies with every replica's connection, nothing is reconciled besides:
+   * the copies stay published by every replica (see `SetPublisher`), a first read that differs from
+   * the last status is reconciled at once, and a change no first read told of (a watch joining a
+   * subscription already made) is found by the next full sync, which compares the pushed lists
+   * with the statuses. A shard of 30,000 service syncs is taken over without 30,000 reconciles.
    */
   async leadShard(shard: number): Promise<void> {
     const started: string[] = [];
     for (const active of [...this.active.values()]) {
       let source: RegistryAdapter;
+      let fed: boolean;
       try {
         source = await this.opts.adapters.get(active.task.source);
+        fed = source.cachedDigest !== undefined && (await connectionBound(await this.opts.adapters.get(active.task.destination)));
       } catch (err) {
         this.log.warn({ err, task: active.task.id, shard }, 'cannot watch the source yet; retrying at the next full sync');
         continue;
@@ -221,7 +228,7 @@ export class SyncEngine implements TaskControl {
         if (this.active.get(active.task.id) !== active || !this.leads(shard)) break;
         if (sync.shard !== shard || sync.unwatch || active.services.get(key) !== sync) continue;
         this.watchService(source, active, key, sync);
-        started.push(key);
+        if (!fed) started.push(key);
       }
     }
     await this.startSyncs(started);
