@@ -57,10 +57,12 @@ export function scaleRows(s: ScaleResult): string[][] {
   const m = s.memory;
   rows.push([
     'S',
-    'scale: worker memory (RSS growth, summed)',
-    m === undefined ? 'n/a' : `${m.kibPerServiceSyncAndReplica.toFixed(2)} KiB per service sync and replica, ${Math.round(m.bytesPerCopyAndReplica)} B per copy and replica (${m.kibPerServiceSync.toFixed(1)} KiB per service sync, ${Math.round(m.bytesPerCopy)} B per copy over all replicas)`,
+    'scale: worker memory (RSS growth, summed), once settled',
+    m === undefined
+      ? 'n/a'
+      : `${m.settled ? `settled: ${m.settled.kibPerServiceSyncAndReplica.toFixed(2)} KiB per service sync and replica, ${Math.round(m.settled.bytesPerCopyAndReplica)} B per copy and replica; ` : 'not settled; '}right after convergence: ${m.kibPerServiceSyncAndReplica.toFixed(2)} KiB and ${Math.round(m.bytesPerCopyAndReplica)} B`,
     '<= 8 KiB per service sync and replica, <= 200 B per copy',
-    `${verdict(m === undefined ? undefined : m.kibPerServiceSyncAndReplica <= SCALE_TARGETS.kibPerServiceSyncAndReplica && m.bytesPerCopyAndReplica <= SCALE_TARGETS.bytesPerCopy)} ${disturbedOf(conv?.cpu)}`.trim(),
+    `${verdict(m?.settled === undefined ? undefined : m.settled.kibPerServiceSyncAndReplica <= SCALE_TARGETS.kibPerServiceSyncAndReplica && m.settled.bytesPerCopyAndReplica <= SCALE_TARGETS.bytesPerCopy)} ${disturbedOf(conv?.cpu)}`.trim(),
   ]);
   const rest = phase(s, 'rest');
   const restWorkers = rest?.cpu.regsyncEach?.slice(0, p.workers);
@@ -138,7 +140,7 @@ export function scaleLines(s: ScaleResult): string[] {
   const m = s.memory;
   if (m) {
     out.push(
-      `      memory: workers' RSS ${m.before.map(mib).join(' + ')} before the task -> ${m.after.map(mib).join(' + ')} converged and drained = +${Math.round(m.growthMiB)} MiB; ` +
+      `      memory: workers' RSS ${m.before.map(mib).join(' + ')} before the task -> ${m.after.map(mib).join(' + ')} converged and drained = +${Math.round(m.growthMiB)} MiB${m.settled ? `; ${m.settled.after.map(mib).join(' + ')} once settled = +${Math.round(m.settled.growthMiB)} MiB` : ''}; ` +
         `Redis used ${mib(m.redisUsedMiB.before)} -> ${mib(m.redisUsedMiB.after)} (${m.redisUsedMiB.before !== undefined && m.redisUsedMiB.after !== undefined ? `${Math.round(((m.redisUsedMiB.after - m.redisUsedMiB.before) * 2 ** 20) / p.services)} B per service sync` : 'n/a'})`,
     );
   }

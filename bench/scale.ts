@@ -124,6 +124,11 @@ export interface ScaleResult {
         bytesPerCopy: number;
         bytesPerCopyAndReplica: number;
         redisUsedMiB: { before: number | undefined; after: number | undefined };
+        /**
+         * The same once the cool-down ended (the workers' heaps settled, the cold sync's garbage
+         * collected): what a synced, quiet service sync holds, which the targets are judged on.
+         */
+        settled?: { after: Array<number | undefined>; growthMiB: number; kibPerServiceSyncAndReplica: number; bytesPerCopyAndReplica: number };
       }
     | undefined;
   /** From convergence until A's last push (sampled every 250 ms); undefined: pushes had not stopped by the end of the settle wait. */
@@ -577,6 +582,16 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
       while (!settled() && performance.now() - coolStart < coolMaxS * 1000) await delay(1_000);
       result.coolS = (performance.now() - coolStart) / 1000;
       result.phases.push(await rec.end());
+      if (result.memory) {
+        const settledRss = workers.map((w) => processRssMiB(w.cmd.proc.pid));
+        const settledGrowth = settledRss.reduce<number>((sum, x, i) => sum + (x ?? 0) - (before[i] ?? 0), 0) * 2 ** 20;
+        result.memory.settled = {
+          after: settledRss,
+          growthMiB: settledGrowth / 2 ** 20,
+          kibPerServiceSyncAndReplica: settledGrowth / 1024 / (serviceSyncs * params.replicas),
+          bytesPerCopyAndReplica: settledGrowth / (copies * params.replicas),
+        };
+      }
       say(`cooled down after ${result.coolS.toFixed(0)} s${settled() ? '' : " (heaps not settled)"}`);
     }
 

@@ -37,12 +37,12 @@ function connect(): Redis {
   return client;
 }
 
-async function startWorker(id: string): Promise<Worker> {
+async function startWorker(id: string, timings: { membershipTtlMs?: number; tickMs?: number } = {}): Promise<Worker> {
   const clients = [connect(), connect()];
   const [redis, subscriber] = clients as [Redis, Redis];
   const coordinator = await createShardCoordinator({
     redis, subscriber, prefix, id, shards: SHARDS, replicas: REPLICAS,
-    membershipTtlMs: 1000, leaseTtlMs: 1200, tickMs: 200,
+    membershipTtlMs: 1000, leaseTtlMs: 1200, tickMs: 200, ...timings,
   });
   coordinator.on('lead', (shard, token) => {
     events.push({ worker: id, kind: 'lead', shard, detail: token });
@@ -181,6 +181,18 @@ describe('ShardCoordinator', () => {
     }
     expect(victimValidAtTakeover.length).toBeGreaterThanOrEqual(victimShards.length);
     expect(victimValidAtTakeover.every((valid) => !valid)).toBe(true);
+  });
+
+  it('takes a crashed leader\'s shards as their leases run out, without waiting for the next tick', async () => {
+    // No tick and no membership change within the test: only the leases running out can start a pass.
+    const slow = { tickMs: 600_000, membershipTtlMs: 600_000 };
+    await Promise.all(['worker-a', 'worker-b', 'worker-c'].map((id) => startWorker(id, slow)));
+    await waitConverged('3 workers to converge');
+    const victim = workers.find((w) => w.coordinator.ledShards().length > 0)!;
+    const victimShards = victim.coordinator.ledShards();
+    crash(victim);
+    const taken = () => victimShards.every((shard) => workers.some((w) => w.coordinator.isLeading(shard)));
+    await waitUntil(taken, { message: 'the survivors to lead the crashed worker\'s shards' });
   });
 
   it('moves only the shards a joining worker becomes preferred for; the others keep leader and token', async () => {

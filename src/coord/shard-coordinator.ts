@@ -34,6 +34,14 @@ export interface ShardCoordinatorOptions {
   logger?: Logger;
 }
 
+/** A pass looks at a lease this long after Redis said it would run out (its key is gone by then). */
+const EXPIRY_SLACK_MS = 20;
+/**
+ * How long a replica that is not a shard's preferred one leaves a free shard to the preferred one
+ * before taking it (the preferred replica takes it in its own pass meanwhile, if it is alive).
+ */
+const PREFERRED_REPLICA_FIRST_MS = 150;
+
 /**
  * Decides which shards this worker serves and leads. Every worker computes each shard's replica set
  * from the same live worker list by rendezvous hashing ({@link replicasFor}); at every tick it
@@ -74,6 +82,8 @@ export class ShardCoordinator extends EventEmitter<{
   private readonly seenFree = new Set<number>();
   private readonly handedOver = new Map<number, number>();
   private timer: NodeJS.Timeout | undefined;
+  /** The next pass due before the next tick: another's lease of a shard served here runs out sooner. */
+  private soon: NodeJS.Timeout | undefined;
   private state: 'new' | 'running' | 'stopped' = 'new';
   private pass: Promise<void> | undefined;
   private passAgain = false;
@@ -214,7 +224,7 @@ export class ShardCoordinator extends EventEmitter<{
     if (this.state !== 'running') return;
     const served = new Set<number>();
     const sole = new Set<number>();
-    const work: Promise<void>[] = [];
+    const work: Array<Promise<number | undefined>> = [];
     const now = performance.now();
     for (let shard = 0; shard < this.deployment.shards; shard += 1) {
       const replicas = replicasFor(shard, ids, this.deployment.replicas);
@@ -224,14 +234,20 @@ export class ShardCoordinator extends EventEmitter<{
       work.push(this.decide(shard, rank, leases[shard], now));
     }
     this.sole = sole;
-    await Promise.all(work);
+    this.passSoon(await Promise.all(work));
     if (served.size !== this.served.size || [...served].some((s) => !this.served.has(s))) {
       this.served = served;
       this.emit('replicas', this.servedShards());
     }
   }
 
-  private async decide(shard: number, rank: number, lease: LeaseRecord | undefined, now: number): Promise<void> {
+  /**
+   * One shard's part of a pass: keeps, releases or takes its lease. Answers in how many ms a pass
+   * should look at the shard again when that is sooner than the next tick might be: another's lease
+   * of a shard served here runs out then (a dead leader's shard is taken as its lease expires, not
+   * up to a tick later), or a free shard this replica leaves to the preferred one for a moment.
+   */
+  private async decide(shard: number, rank: number, lease: LeaseRecord | undefined, now: number): Promise<number | undefined> {
     const token = this.leases.token(shard);
     if (token !== undefined) {
       this.seenFree.delete(shard);
@@ -243,27 +259,43 @@ export class ShardCoordinator extends EventEmitter<{
         this.handedOver.set(shard, now);
         await this.release(shard);
       }
-      return;
+      return undefined;
     }
     if (lease || rank < 0 || this.leases.justReconnected()) {
       this.seenFree.delete(shard);
-      return;
+      // A record without a TTL (never written so) is looked at again no faster than a free shard.
+      return lease && rank >= 0 ? Math.max(lease.ttlLeftMs, PREFERRED_REPLICA_FIRST_MS) : undefined;
     }
     const handedOverAt = this.handedOver.get(shard);
     if (handedOverAt !== undefined && now - handedOverAt >= this.leases.ttlMs) this.handedOver.delete(shard);
     if (rank > 0 && (!this.seenFree.has(shard) || this.handedOver.has(shard))) {
       this.seenFree.add(shard);
-      return;
+      return this.handedOver.has(shard) ? undefined : PREFERRED_REPLICA_FIRST_MS;
     }
     this.seenFree.delete(shard);
     const acquired = await this.leases.acquire(shard);
-    if (acquired === undefined || this.led.has(shard)) return;
+    if (acquired === undefined || this.led.has(shard)) return undefined;
     if (this.state !== 'running') {
       await this.leases.release(shard);
-      return;
+      return undefined;
     }
     this.led.set(shard, acquired);
     this.emit('lead', shard, acquired);
+    return undefined;
+  }
+
+  /** Runs a pass after the soonest of `dueInMs` (ms from now) when the next tick may come later. */
+  private passSoon(dueInMs: ReadonlyArray<number | undefined>): void {
+    let soonest: number | undefined;
+    for (const ms of dueInMs) if (ms !== undefined && (soonest === undefined || ms < soonest)) soonest = ms;
+    clearTimeout(this.soon);
+    this.soon = undefined;
+    if (soonest === undefined || soonest >= this.tickMs || this.state !== 'running') return;
+    this.soon = setTimeout(() => {
+      this.soon = undefined;
+      void this.evaluate();
+    }, soonest + EXPIRY_SLACK_MS);
+    this.soon.unref();
   }
 
   private async release(shard: number): Promise<void> {
@@ -278,6 +310,8 @@ export class ShardCoordinator extends EventEmitter<{
     this.state = 'stopped';
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    clearTimeout(this.soon);
+    this.soon = undefined;
     this.membership.off('change', this.onChange);
   }
 }
