@@ -220,6 +220,22 @@ describe('SyncEngine taking a shard over', () => {
     }
   });
 
+  it('queues a first read of a service never reconciled as a start, behind changes, and one that differs from its status as a change', async () => {
+    const { store, engine, queued, lead } = setup(true);
+    await recordStatus(store, 'billing', 'digest-before');
+    try {
+      await engine.start();
+      await lead();
+      await waitUntil(() => queued.length === 2);
+      expect(queued.sort((x, y) => x.name.localeCompare(y.name))).toEqual([
+        { name: 'billing', reason: 'change' },
+        { name: 'orders', reason: 'start' },
+      ]);
+    } finally {
+      await engine.stop();
+    }
+  });
+
   it('reconciles every service of the shard where copies need a leader to keep them', async () => {
     const { store, source, engine, queued, lead } = setup(false);
     await recordStatus(store, 'orders', instancesDigest(source.instances(svc('orders'))));
