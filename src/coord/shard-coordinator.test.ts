@@ -134,7 +134,7 @@ afterEach(async () => {
 
 describe('ShardCoordinator', () => {
   it('gives every shard exactly one leader, its preferred replica, and two replicas', async () => {
-    await Promise.all(['worker-a', 'worker-b', 'worker-c'].map(startWorker));
+    await Promise.all(['worker-a', 'worker-b', 'worker-c'].map((id) => startWorker(id)));
     const leaders = await waitConverged('3 workers to converge');
     const snapshot = await workers[0]!.coordinator.snapshot();
     expect(snapshot).toHaveLength(SHARDS);
@@ -159,7 +159,7 @@ describe('ShardCoordinator', () => {
   });
 
   it('replaces a crashed leader with another replica once its lease expires, with a higher token', async () => {
-    await Promise.all(['worker-a', 'worker-b', 'worker-c'].map(startWorker));
+    await Promise.all(['worker-a', 'worker-b', 'worker-c'].map((id) => startWorker(id)));
     const before = await waitConverged('3 workers to converge');
     const victim = [...workers].sort((x, y) => y.coordinator.ledShards().length - x.coordinator.ledShards().length)[0]!;
     const victimShards = victim.coordinator.ledShards();
@@ -197,7 +197,7 @@ describe('ShardCoordinator', () => {
 
   it('moves only the shards a joining worker becomes preferred for; the others keep leader and token', async () => {
     const three = ['worker-a', 'worker-b', 'worker-c'];
-    await Promise.all(three.map(startWorker));
+    await Promise.all(three.map((id) => startWorker(id)));
     const before = await waitConverged('3 workers to converge');
     const eventsBefore = events.length;
     await startWorker('worker-d');
@@ -226,7 +226,7 @@ describe('ShardCoordinator', () => {
   });
 
   it('on a graceful stop releases its leases and leaves at once, and the others take over', async () => {
-    await Promise.all(['worker-a', 'worker-b', 'worker-c'].map(startWorker));
+    await Promise.all(['worker-a', 'worker-b', 'worker-c'].map((id) => startWorker(id)));
     const before = await waitConverged('3 workers to converge');
     const leaving = workers.find((w) => w.coordinator.ledShards().length > 0)!;
     const id = leaving.coordinator.id;
@@ -250,7 +250,7 @@ describe('ShardCoordinator', () => {
   });
 
   it('recovers after a Redis restart: one leader per shard again', async () => {
-    await Promise.all(['worker-a', 'worker-b', 'worker-c'].map(startWorker));
+    await Promise.all(['worker-a', 'worker-b', 'worker-c'].map((id) => startWorker(id)));
     const before = await waitConverged('3 workers to converge');
     // Down for longer than a lease: every leader must give up by its local deadline.
     const mark = events.length;
