@@ -106,7 +106,7 @@ export function scaleRows(s: ScaleResult): string[][] {
   rows.push([
     'S',
     `scale: kill -9 of the busiest leader${f ? ` (${f.victim}, ${f.victimLeads.length} shards)` : ''}`,
-    f === undefined ? 'not run' : `${f.gaps ? int(f.gaps.vanished) : 'n/a'} copies vanished from B (${f.gaps ? int(f.gaps.services) : 'n/a'} services) in ${seconds(f.watchedMs)}; every shard led after ${f.elapsedMs === undefined ? 'NOT within the deadline' : seconds(f.elapsedMs)} (lease TTL ${seconds(p.leaseTtlMs)})`,
+    f === undefined ? 'not run' : `${f.gaps ? int(f.gaps.vanished) : 'n/a'} copies vanished from B (${f.gaps ? int(f.gaps.services) : 'n/a'} services) in ${seconds(f.watchedMs)}; every shard led after ${f.elapsedMs === undefined ? 'NOT within the deadline' : seconds(f.elapsedMs)} (lease TTL ${seconds(p.leaseTtlMs)}; the victim's leases had ${f.leaseLeftMs === undefined ? 'n/a' : seconds(f.leaseLeftMs)} left)`,
     '0 copies vanish, every shard led within the lease TTL',
     `${verdict(f === undefined ? undefined : f.gaps?.vanished === 0 && f.elapsedMs !== undefined && f.elapsedMs <= p.leaseTtlMs)} ${disturbedOf(phase(s, 'failover')?.cpu)}`.trim(),
   ]);
@@ -174,7 +174,7 @@ export function scaleLines(s: ScaleResult): string[] {
   const f = s.failover;
   if (f) {
     out.push(
-      `      failover: takeovers ${f.takeovers.map((t) => `${t.shard}->${t.leader} at ${seconds(t.ms)}`).join(', ') || 'none'}; B holds ${int(f.copiesAtEnd)} of ${int(f.expectedAtEnd)} copies at the end` +
+      `      failover: takeovers ${f.takeovers.map((t) => `${t.shard}->${t.leader} at ${seconds(t.ms)}`).join(', ') || 'none'}; the new leaders' subscriptions made ${f.resubscribedMs === undefined ? 'n/a' : seconds(f.resubscribedMs)} after the kill; B holds ${int(f.copiesAtEnd)} of ${int(f.expectedAtEnd)} copies at the end` +
         (f.gaps && f.gaps.examples.length > 0 ? `; first vanished: ${f.gaps.examples.map((e) => `${e.service} -${e.lost} at ${seconds(e.ms)}`).join(', ')}` : ''),
     );
   }

@@ -11,6 +11,7 @@ import { ScaleRegistry, wallNow, type GapReport, type RegistrySample } from './s
 import type { ProfileSummary } from './profile-summary.js';
 import { percentiles, type Percentiles } from './stats.js';
 import { WindowProfiles } from './window-profiles.js';
+import { readLeases } from '../src/coord/lease.js';
 
 /*
  * The scale phase (issue 28): `services` x `instances` ephemeral instances published over gRPC into
@@ -31,6 +32,8 @@ import { WindowProfiles } from './window-profiles.js';
  */
 
 const TASK = 'scale';
+/** The key prefix of the bench's deployment (regsync's default). */
+const PREFIX = 'regsync';
 
 export interface ScaleParams {
   services: number;
@@ -149,7 +152,11 @@ export interface ScaleResult {
         victim: string;
         victimLeads: number[];
         elapsedMs: number | undefined;
+        /** The longest time the victim's leases had left when it was killed (read from Redis just before), ms. */
+        leaseLeftMs: number | undefined;
         takeovers: Array<{ shard: number; leader: string; ms: number }>;
+        /** When A's SubscribeServiceRequests stopped growing after the kill (the new leaders' watches made), ms from the kill. */
+        resubscribedMs: number | undefined;
         gaps: GapReport | undefined;
         /** How long after the kill B was watched for vanished copies. */
         watchedMs: number;
@@ -689,6 +696,9 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
     }
     say(`kill -9 of ${victim}, leader of shards ${victimLeads.join(',')}`);
     await b.armGaps();
+    // The leases are read straight from Redis (GET /api/v1/shards counts every service sync, which takes the API long at this size).
+    const leasesNow = () => readLeases(redisClient as Redis, PREFIX, Array.from({ length: params.shards }, (_, i) => i));
+    const leaseLeftMs = Math.max(...(await leasesNow()).filter((l, shard) => victimLeads.includes(shard) && l !== undefined).map((l) => l?.ttlLeftMs ?? 0));
     await rec.begin('failover');
     const killedAt = performance.now();
     await vw.cmd.proc.kill();
@@ -697,28 +707,43 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
     let failedOverAt: number | undefined;
     while (left() > 0) {
       const asked = performance.now();
-      const v = await shardsView();
+      const leases = await leasesNow();
       const now = performance.now();
-      for (const s of v.items) {
-        if (victimLeads.includes(s.shard) && s.leader !== null && survivors.includes(s.leader) && !takeovers.some((t) => t.shard === s.shard)) takeovers.push({ shard: s.shard, leader: s.leader, ms: now - killedAt });
-      }
-      if (v.items.length === params.shards && v.items.every((s) => s.leader !== null && survivors.includes(s.leader))) {
+      leases.forEach((lease, shard) => {
+        if (victimLeads.includes(shard) && lease !== undefined && survivors.includes(lease.owner) && !takeovers.some((t) => t.shard === shard)) takeovers.push({ shard, leader: lease.owner, ms: now - killedAt });
+      });
+      if (leases.every((lease) => lease !== undefined && survivors.includes(lease.owner))) {
         failedOverAt = now;
         break;
       }
-      await delay(Math.max(0, 50 - (performance.now() - asked)));
+      await delay(Math.max(0, 20 - (performance.now() - asked)));
     }
-    say(failedOverAt === undefined ? 'NO failover' : `every shard led again after ${((failedOverAt - killedAt) / 1000).toFixed(2)} s`);
-    // Watched on for vanished copies: until the survivors' queues are empty and at least 2 lease TTLs (10 s at least) after the kill.
+    say(failedOverAt === undefined ? 'NO failover' : `every shard led again after ${((failedOverAt - killedAt) / 1000).toFixed(2)} s (the victim's leases had ${(leaseLeftMs / 1000).toFixed(2)} s left)`);
+    // Watched on for vanished copies: at least 2 lease TTLs (10 s at least) after the kill, until the
+    // survivors' queues are empty and the new leaders have made their watches (A's subscribes have not
+    // grown for 5 s), 300 s at most.
+    const subscribes = () => rec.latest[0]?.grpc?.requests.SubscribeServiceRequest ?? 0;
+    let lastSubscribes = subscribes();
+    let grewAt = performance.now();
     const watchUntil = killedAt + Math.max(10_000, 2 * params.leaseTtlMs);
-    while (left() > 0 && (performance.now() < watchUntil || (await queue.depth().catch(() => 0)) > 0)) await delay(200);
+    while (left() > 0 && performance.now() - killedAt < 300_000) {
+      if (subscribes() !== lastSubscribes) {
+        lastSubscribes = subscribes();
+        grewAt = performance.now();
+      }
+      if (performance.now() >= watchUntil && performance.now() - grewAt >= 5_000 && (await queue.depth().catch(() => 0)) === 0) break;
+      await delay(200);
+    }
+    const resubscribedMs = grewAt - killedAt;
     result.phases.push(await rec.end());
     const gaps = await b.gaps();
     result.failover = {
       victim,
       victimLeads,
       elapsedMs: failedOverAt === undefined ? undefined : failedOverAt - killedAt,
+      leaseLeftMs,
       takeovers: takeovers.sort((x, y) => x.ms - y.ms),
+      resubscribedMs,
       gaps,
       watchedMs: performance.now() - killedAt,
       copiesAtEnd: (await b.sample()).copies,

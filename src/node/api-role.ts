@@ -14,6 +14,7 @@ import { TaskHistory } from '../store/task-history.js';
 import type { Connections } from './connections.js';
 import type { NodeCore } from './core.js';
 import type { Lifecycle } from './lifecycle.js';
+import { reusedFor } from '../util/reused-for.js';
 
 /** What the API role takes from the process's settings. */
 export interface ApiSettings {
@@ -56,7 +57,7 @@ export async function startApiRole(core: NodeCore, connections: Connections, set
     if (!settings.runsTasks) core.deployment = (await readDeployment(redis, settings.prefix)) ?? core.deployment;
     return core.deployment;
   };
-  const view = new DeploymentView(redis, settings.prefix, current, (shard) => queues.depth(shard), (shards) => serviceSyncsPerShard(store, shards));
+  const view = new DeploymentView(redis, settings.prefix, current, (shard) => queues.depth(shard), reusedFor(SERVICE_SYNC_COUNT_MAX_AGE_MS, (shards: number) => serviceSyncsPerShard(store, shards)));
   const local: TaskControl = settings.runsTasks
     ? engine
     : { taskChanged: async () => {}, resync: async () => {}, clusterChanged: (id) => adapters.invalidate(id), removeTask: (id) => engine.removeTask(id) };
@@ -81,6 +82,13 @@ export async function startApiRole(core: NodeCore, connections: Connections, set
   settings.logger.info({ url }, 'REST API listening');
   return { app, url };
 }
+
+/**
+ * How long the per-shard service sync counts of `GET /api/v1/shards` are reused: counting walks every
+ * status key of every task (100,000 at the scale the project is sized for), which a dashboard or a
+ * script polling the route must not repeat for each call.
+ */
+const SERVICE_SYNC_COUNT_MAX_AGE_MS = 10_000;
 
 /** How many service syncs (statuses) each shard holds, for the deployment view. */
 async function serviceSyncsPerShard(store: RegsyncStore, shards: number): Promise<Map<number, number>> {
