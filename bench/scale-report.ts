@@ -1,5 +1,5 @@
 import type { CpuShares } from './proc-stats.js';
-import type { ScalePhase, ScaleResult } from './scale.js';
+import { REST_SCRAPE_MS, type ScalePhase, type ScaleResult } from './scale.js';
 import { int, millis, seconds } from './stats.js';
 
 /** Issue 28's targets for the scale phase (printed next to the figures, never asserted). */
@@ -70,7 +70,7 @@ export function scaleRows(s: ScaleResult): string[][] {
   const checksExpected = rest === undefined ? 0 : (p.services * rest.seconds * 1000) / p.verifyIntervalMs;
   rows.push([
     'S',
-    `scale: at rest, ${rest ? Math.round(rest.seconds) : 'n/a'} s after a ${s.coolS === undefined ? 'n/a' : Math.round(s.coolS)} s cool-down, full sync every ${p.fullSyncIntervalMs / 1000} s, each service checked every ${p.verifyIntervalMs / 60_000} min`,
+    `scale: at rest, ${rest ? Math.round(rest.seconds) : 'n/a'} s after a ${s.coolS === undefined ? 'n/a' : Math.round(s.coolS)} s cool-down, full sync every ${p.fullSyncIntervalMs / 1000} s, each service checked every ${p.verifyIntervalMs / 60_000} min, /metrics scraped every ${REST_SCRAPE_MS / 1000} s`,
     rest === undefined ? 'not run' : `workers ${core(restCpu)} of one core (${restWorkers?.map(core).join(' + ')})`,
     'all workers < 10% of one core, full syncs included',
     `${verdict(restCpu === undefined ? undefined : restCpu < SCALE_TARGETS.restCpu)} ${disturbedOf(rest?.cpu)}`.trim(),

@@ -187,6 +187,9 @@ const RESOLUTION_S = 0.01;
 /** `--max-old-space-size` of the workers unless `--regsync-node-flag` gives one. */
 const WORKER_HEAP_MIB = 6_144;
 
+/** How often the rest window scrapes each worker's `/metrics`: Prometheus' usual scrape interval. */
+export const REST_SCRAPE_MS = 15_000;
+
 /** Reads the figures the phase needs from a worker's `/metrics` (prom-client's default metrics). */
 export function parseWorkerMetrics(text: string): { heapUsed?: number; heapTotal?: number; lagP99?: number; lagMax?: number } {
   const value = (name: string): number | undefined => {
@@ -221,9 +224,13 @@ const requestDelta = (after: Record<string, number> | undefined, before: Record<
 };
 
 /**
- * Samples every second, per phase: each live worker's `/metrics` (event-loop lag p99 and max of the
- * last second, as prom-client resets its histogram on every scrape; V8 heap), each registry thread
- * (event loop, pushes, requests), and keeps CPU and Redis counters between `begin` and `end`.
+ * Samples every second, per phase: each live worker's `/metrics` (event-loop lag p99 and max since
+ * the last scrape, as prom-client resets its histogram on every scrape; V8 heap), each registry
+ * thread (event loop, pushes, requests), and keeps CPU and Redis counters between `begin` and `end`.
+ * A phase may scrape the workers less often (the rest window scrapes them every
+ * {@link REST_SCRAPE_MS}, as a Prometheus server would): a scrape costs a worker CPU of its own
+ * (prom-client's default metrics read `/proc` and the heap's statistics), which at one a second is
+ * most of an idle worker's cost.
  */
 class Recorder {
   private timer: NodeJS.Timeout | undefined;
@@ -236,6 +243,8 @@ class Recorder {
   private workerAgg = new Map<string, Omit<WorkerPhase, 'cpu'>>();
   private regAgg: Array<{ first: RegistrySample | undefined; last: RegistrySample | undefined; loopSum: number; n: number; p99: number; max: number }> = [];
   private timeline: Array<[number, number, number]> = [];
+  private workerScrapeMs = 1_000;
+  private lastWorkerScrape = 0;
   /** The latest sample of each registry (A, B), whatever the phase. */
   latest: Array<RegistrySample | undefined> = [];
   /** Each live worker's V8 heap in use (MiB), one sample a second, the last minute of them. */
@@ -254,8 +263,10 @@ class Recorder {
     this.redisMeter = new RedisCommandMeter(redis);
   }
 
-  async begin(name: string): Promise<void> {
+  async begin(name: string, workerScrapeMs = 1_000): Promise<void> {
     this.name = name;
+    this.workerScrapeMs = workerScrapeMs;
+    this.lastWorkerScrape = 0;
     this.workerAgg = new Map();
     this.timeline = [];
     this.redisBefore = await redisUsedMiB(this.redis);
@@ -279,13 +290,16 @@ class Recorder {
       .map((w) => ({ name: w.name, pid: w.cmd.proc.pid }));
   }
 
-  private async tick(): Promise<void> {
+  private async tick(last = false): Promise<void> {
     if (this.busy) return;
     this.busy = true;
+    // 50 ms of slack: a scrape due every n seconds is not put off to the next second by a late timer.
+    const scrapeWorkers = last || performance.now() - this.lastWorkerScrape >= this.workerScrapeMs - 50;
+    if (scrapeWorkers) this.lastWorkerScrape = performance.now();
     try {
       await Promise.all([
         ...this.workers()
-          .filter((w) => !w.killed && w.metricsUrl !== undefined)
+          .filter((w) => scrapeWorkers && !w.killed && w.metricsUrl !== undefined)
           .map(async (w) => {
             const asked = performance.now();
             try {
@@ -336,7 +350,7 @@ class Recorder {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     while (this.busy) await delay(20);
-    await this.tick();
+    await this.tick(true);
     const seconds = (performance.now() - this.t0) / 1000;
     const cpu = await this.cpu.stop();
     if (this.windows) this.profiles.push(...(await this.windows.stop(this.name, this.liveWorkers())));
@@ -607,7 +621,7 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
       say(`at rest for ${params.restS} s (full sync every ${params.fullSyncIntervalMs / 1000} s)`);
       await a.openRequests();
       await b.openRequests();
-      await rec.begin('rest');
+      await rec.begin('rest', REST_SCRAPE_MS);
       await delay(params.restS * 1000);
       const rest = await rec.end();
       result.phases.push(rest);
