@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { instancesDigest, type Instance, type Unsubscribe, type WatchEvent, type WatchOptions } from '../../src/model/index.js';
-import { describeService, groupedName, watchKey, type ServiceRef } from './wire.js';
-import { GroupedIndex } from './grouped-index.js';
+import { describeService, GROUP_SEPARATOR, type ServiceRef } from './wire.js';
+import { WatchIndex } from './watch-index.js';
 import { callWatchers, type Watcher } from './watchers.js';
 
 export interface WatchHubOptions {
@@ -25,8 +25,7 @@ export interface WatchHubOptions {
 }
 
 interface Subscription {
-  ref: ServiceRef;
-  key: string;
+  readonly ref: ServiceRef;
   watchers: Set<Watcher>;
   timer: NodeJS.Timeout | undefined;
   /** Fingerprint of the last instances seen (a poll, or a caller's first read); undefined before the first read. */
@@ -59,9 +58,8 @@ interface Subscription {
  * next interval; a throwing watcher is logged and does not disturb the others.
  */
 export class WatchHub {
-  private readonly subscriptions = new Map<string, Subscription>();
-  /** Subscriptions by `group@@name`: a push does not say which namespace it is about. */
-  private readonly byGroupedName = new GroupedIndex<Subscription>();
+  /** By group and name: a push does not say which namespace it is about. */
+  private readonly subscriptions = new WatchIndex<Subscription>();
   private closed = false;
 
   constructor(private readonly options: WatchHubOptions) {}
@@ -73,12 +71,10 @@ export class WatchHub {
 
   watch(ref: ServiceRef, onChange: (event?: WatchEvent) => void, options: WatchOptions = {}): Unsubscribe {
     if (this.closed) return () => {};
-    const key = watchKey(ref);
-    let sub = this.subscriptions.get(key);
+    let sub = this.subscriptions.get(ref);
     if (!sub) {
-      sub = { ref, key, watchers: new Set(), timer: undefined, fingerprint: undefined, baseline: undefined, failing: false, active: true, awaitingFirstPoll: true };
-      this.subscriptions.set(key, sub);
-      this.byGroupedName.add(groupedName(ref), sub);
+      sub = { ref, watchers: new Set(), timer: undefined, fingerprint: undefined, baseline: undefined, failing: false, active: true, awaitingFirstPoll: true };
+      this.subscriptions.add(sub);
       const random = this.options.random ?? Math.random;
       const span = this.options.firstPollDelayMs ?? this.options.pollIntervalMs;
       this.schedule(sub, Math.floor(span * (options.readFollows ? 1 + random() : 0.5 + 0.5 * random())));
@@ -94,7 +90,9 @@ export class WatchHub {
    * subscription is told (no instances are decoded or compared on this path).
    */
   pushed(grouped: string): void {
-    for (const sub of this.byGroupedName.get(grouped)) this.notify(sub, 'push');
+    const at = grouped.indexOf(GROUP_SEPARATOR);
+    if (at < 0) return;
+    for (const sub of this.subscriptions.named(grouped.slice(0, at), grouped.slice(at + GROUP_SEPARATOR.length))) this.notify(sub, 'push');
   }
 
   /**
@@ -102,7 +100,7 @@ export class WatchHub {
    * first poll (which would subscribe) has not started. Such a read stands in for that poll.
    */
   wantsSubscription(ref: ServiceRef): boolean {
-    const sub = this.subscriptions.get(watchKey(ref));
+    const sub = this.subscriptions.get(ref);
     return sub !== undefined && sub.active && sub.awaitingFirstPoll;
   }
 
@@ -113,7 +111,7 @@ export class WatchHub {
    * poll's work: the next poll comes a whole interval later. Later reads change nothing.
    */
   observed(ref: ServiceRef, instances: readonly Instance[], subscribed = false): void {
-    const sub = this.subscriptions.get(watchKey(ref));
+    const sub = this.subscriptions.get(ref);
     if (!sub || !sub.active) return;
     if (sub.fingerprint === undefined) sub.baseline ??= instances;
     if (subscribed && sub.awaitingFirstPoll) {
@@ -128,14 +126,12 @@ export class WatchHub {
     this.closed = true;
     for (const sub of this.subscriptions.values()) this.deactivate(sub);
     this.subscriptions.clear();
-    this.byGroupedName.clear();
   }
 
   private unwatch(sub: Subscription, watcher: Watcher): void {
     if (!sub.watchers.delete(watcher) || sub.watchers.size > 0) return;
     this.deactivate(sub);
-    if (this.subscriptions.get(sub.key) === sub) this.subscriptions.delete(sub.key);
-    this.byGroupedName.delete(groupedName(sub.ref), sub);
+    this.subscriptions.delete(sub);
   }
 
   private deactivate(sub: Subscription): void {

@@ -43,11 +43,6 @@ export function groupedName(ref: Pick<ServiceRef, 'group' | 'name'>): string {
   return `${ref.group}${GROUP_SEPARATOR}${ref.name}`;
 }
 
-/** Key of a watched service: namespace plus grouped name. */
-export function watchKey(ref: ServiceRef): string {
-  return `${ref.namespaceId}\n${groupedName(ref)}`;
-}
-
 /** `namespace/group@@name`, for logs and error messages. */
 export function describeService(ref: ServiceRef): string {
   return `${ref.namespaceId}/${groupedName(ref)}`;

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { instanceId, type Instance } from '../../../src/model/index.js';
-import { describeService, watchKey, type ServiceRef } from '../wire.js';
+import { describeService, type ServiceRef } from '../wire.js';
+import { WatchIndex } from '../watch-index.js';
 import { batchProblem, wireInstance, type WireInstance } from './messages.js';
 import { packInstances, unpackInstances, type PackedInstances } from './packed-instances.js';
 
@@ -21,7 +22,7 @@ export interface PublishSetsOptions {
 }
 
 interface Entry {
-  ref: ServiceRef;
+  readonly ref: ServiceRef;
   /** Each owner's share (a service sync key -> its ephemeral copies, packed: kept for as long as the copies live). */
   owners: Map<string, PackedInstances>;
   /** Digest of the JSON of the set the live connection holds; undefined when it holds none. */
@@ -46,7 +47,7 @@ interface Entry {
  * instances and the text.
  */
 export class PublishSets {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new WatchIndex<Entry>();
   private heldSets = 0;
   private heldInstances = 0;
 
@@ -58,14 +59,13 @@ export class PublishSets {
    * missing (removed at the server, say, by an operator), and only a new write brings them back.
    */
   set(ref: ServiceRef, owner: string, instances: readonly Instance[], resend = false): Promise<void> {
-    const key = watchKey(ref);
-    let entry = this.entries.get(key);
+    let entry = this.entries.get(ref);
     // What Nacos would refuse would fail the whole set: left out (the adapter's apply names them).
     const ephemeral = instances.filter((i) => i.ephemeral && batchProblem(i) === undefined);
     if (!entry) {
       if (ephemeral.length === 0) return Promise.resolve();
       entry = { ref, owners: new Map(), sent: undefined, sentOne: undefined, held: 0, tail: Promise.resolve() };
-      this.entries.set(key, entry);
+      this.entries.add(entry);
     }
     if (ephemeral.length === 0) entry.owners.delete(owner);
     else entry.owners.set(owner, packInstances(ephemeral));
@@ -132,8 +132,7 @@ export class PublishSets {
   }
 
   private forget(entry: Entry): void {
-    const key = watchKey(entry.ref);
-    if (this.entries.get(key) === entry && entry.owners.size === 0) this.entries.delete(key);
+    if (entry.owners.size === 0) this.entries.delete(entry);
   }
 }
 

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import { instancesDigest, type Instance, type Unsubscribe, type WatchEvent } from '../../../src/model/index.js';
-import { describeService, groupedName, watchKey, type ServiceRef } from '../wire.js';
+import { describeService, type ServiceRef } from '../wire.js';
 import type { ServiceInfoRead } from './messages.js';
 import { packInstances, unpackInstances, type PackedInstances } from './packed-instances.js';
-import { GroupedIndex } from '../grouped-index.js';
+import { WatchIndex } from '../watch-index.js';
 import { callWatchers, type Watcher } from '../watchers.js';
 
 export interface SubscriptionsOptions {
@@ -17,8 +17,7 @@ export interface SubscriptionsOptions {
 }
 
 interface Subscription {
-  ref: ServiceRef;
-  key: string;
+  readonly ref: ServiceRef;
   watchers: Set<Watcher>;
   /** The last state the server sent (subscribe answer or push), packed: kept for as long as the watch. */
   instances: PackedInstances | undefined;
@@ -45,8 +44,7 @@ interface Subscription {
  * namespaces watch the same name, each is subscribed again to learn its own list.
  */
 export class GrpcSubscriptions {
-  private readonly subs = new Map<string, Subscription>();
-  private readonly byGroupedName = new GroupedIndex<Subscription>();
+  private readonly subs = new WatchIndex<Subscription>();
   private closed = false;
   private pushes = 0;
 
@@ -62,12 +60,10 @@ export class GrpcSubscriptions {
 
   watch(ref: ServiceRef, onChange: (event?: WatchEvent) => void): Unsubscribe {
     if (this.closed) return () => {};
-    const key = watchKey(ref);
-    let sub = this.subs.get(key);
+    let sub = this.subs.get(ref);
     if (!sub) {
-      sub = { ref, key, watchers: new Set(), instances: undefined, digest: undefined, generation: 0, pending: undefined, claimed: false, retryTimer: undefined, retryMs: this.opts.retryMs ?? 1_000, active: true };
-      this.subs.set(key, sub);
-      this.byGroupedName.add(groupedName(ref), sub);
+      sub = { ref, watchers: new Set(), instances: undefined, digest: undefined, generation: 0, pending: undefined, claimed: false, retryTimer: undefined, retryMs: this.opts.retryMs ?? 1_000, active: true };
+      this.subs.add(sub);
       this.start(sub);
     }
     const watcher: Watcher = { onChange };
@@ -82,7 +78,7 @@ export class GrpcSubscriptions {
    * is not confirmed on the live connection (the caller then queries).
    */
   async read(ref: ServiceRef): Promise<Instance[] | undefined> {
-    const sub = this.subs.get(watchKey(ref));
+    const sub = this.subs.get(ref);
     if (!sub || !sub.active) return undefined;
     if (sub.pending) {
       if (sub.instances === undefined) sub.claimed = true;
@@ -95,16 +91,16 @@ export class GrpcSubscriptions {
 
   /** The digest of a watched service's list as the live connection last heard it; undefined when not confirmed there. */
   digest(ref: ServiceRef): string | undefined {
-    const sub = this.subs.get(watchKey(ref));
+    const sub = this.subs.get(ref);
+    if (!sub || !sub.active || sub.pending) return undefined;
     const { generation, ready } = this.opts.connection();
-    if (!sub || !sub.active || sub.pending || !ready || sub.generation !== generation) return undefined;
+    if (!ready || sub.generation !== generation) return undefined;
     return sub.digest;
   }
 
   /** A `NotifySubscriberRequest`'s service state. */
   pushed(info: ServiceInfoRead): void {
-    const grouped = groupedName({ group: info.groupName ?? 'DEFAULT_GROUP', name: info.name });
-    const subs = this.byGroupedName.get(grouped).filter((s) => s.active);
+    const subs = this.subs.named(info.groupName ?? 'DEFAULT_GROUP', info.name).filter((s) => s.active);
     if (subs.length === 0) return;
     this.pushes += 1;
     if (subs.length === 1) {
@@ -126,7 +122,6 @@ export class GrpcSubscriptions {
       clearTimeout(sub.retryTimer);
     }
     this.subs.clear();
-    this.byGroupedName.clear();
   }
 
   private start(sub: Subscription): void {
@@ -175,8 +170,7 @@ export class GrpcSubscriptions {
     if (!sub.watchers.delete(watcher) || sub.watchers.size > 0) return;
     sub.active = false;
     clearTimeout(sub.retryTimer);
-    if (this.subs.get(sub.key) === sub) this.subs.delete(sub.key);
-    this.byGroupedName.delete(groupedName(sub.ref), sub);
+    this.subs.delete(sub);
     this.opts.subscribe(sub.ref, false).catch((err: unknown) => this.opts.log.debug({ err, service: describeService(sub.ref) }, 'nacos gRPC unsubscribe failed'));
   }
 }
