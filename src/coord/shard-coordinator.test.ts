@@ -37,7 +37,7 @@ function connect(): Redis {
   return client;
 }
 
-async function startWorker(id: string, timings: { membershipTtlMs?: number; tickMs?: number } = {}): Promise<Worker> {
+async function startWorker(id: string, timings: { membershipTtlMs?: number; tickMs?: number; preferredFirstMs?: number } = {}): Promise<Worker> {
   const clients = [connect(), connect()];
   const [redis, subscriber] = clients as [Redis, Redis];
   const coordinator = await createShardCoordinator({
@@ -186,6 +186,20 @@ describe('ShardCoordinator', () => {
   it('takes a crashed leader\'s shards as their leases run out, without waiting for the next tick', async () => {
     // No tick and no membership change within the test: only the leases running out can start a pass.
     const slow = { tickMs: 600_000, membershipTtlMs: 600_000 };
+    await Promise.all(['worker-a', 'worker-b', 'worker-c'].map((id) => startWorker(id, slow)));
+    await waitConverged('3 workers to converge');
+    const victim = workers.find((w) => w.coordinator.ledShards().length > 0)!;
+    const victimShards = victim.coordinator.ledShards();
+    crash(victim);
+    const taken = () => victimShards.every((shard) => workers.some((w) => w.coordinator.isLeading(shard)));
+    await waitUntil(taken, { message: 'the survivors to lead the crashed worker\'s shards' });
+  });
+
+  it('does not leave a shard to a preferred replica that let its own lease run out', async () => {
+    // The crashed leader stays in the membership (its record outlives the test) and so stays the
+    // preferred replica of its shards; a survivor waiting for it to take a free shard back would
+    // wait preferredFirstMs (here longer than the test) on top of the lease's TTL.
+    const slow = { tickMs: 600_000, membershipTtlMs: 600_000, preferredFirstMs: 600_000 };
     await Promise.all(['worker-a', 'worker-b', 'worker-c'].map((id) => startWorker(id, slow)));
     await waitConverged('3 workers to converge');
     const victim = workers.find((w) => w.coordinator.ledShards().length > 0)!;

@@ -31,6 +31,11 @@ export interface ShardCoordinatorOptions {
   deployment: DeploymentSettings;
   /** Re-evaluation period in ms; default 500. Membership changes and lost leases re-evaluate at once too. */
   tickMs?: number;
+  /**
+   * How long a replica that is not a shard's preferred one leaves a free shard to the preferred one
+   * (default {@link PREFERRED_REPLICA_FIRST_MS}); not when the preferred one let its own lease run out.
+   */
+  preferredFirstMs?: number;
   logger?: Logger;
 }
 
@@ -38,7 +43,10 @@ export interface ShardCoordinatorOptions {
 const EXPIRY_SLACK_MS = 20;
 /**
  * How long a replica that is not a shard's preferred one leaves a free shard to the preferred one
- * before taking it (the preferred replica takes it in its own pass meanwhile, if it is alive).
+ * before taking it (the preferred replica takes it in its own pass meanwhile, if it is alive). A
+ * shard whose lease the preferred replica itself held and let run out is taken at once: that
+ * replica is dead or cut off until its membership record runs out, and the wait would only add to
+ * the takeover.
  */
 const PREFERRED_REPLICA_FIRST_MS = 150;
 
@@ -48,8 +56,9 @@ const PREFERRED_REPLICA_FIRST_MS = 150;
  *
  * - acquires the lease of a free shard where it is the preferred (first) replica;
  * - acquires the lease of a free shard where it is another replica, once it has seen the lease free on
- *   two evaluations in a row (the preferred one gets the first chance), so a leader killed with -9 is
- *   replaced within the lease TTL plus a tick or two;
+ *   two evaluations in a row (the preferred one gets the first chance), or at once when the lease
+ *   that ran out was the preferred replica's own: a leader killed with -9 is replaced as its lease
+ *   runs out (a pass is due then, see {@link passSoon});
  * - releases a lease where it is no longer a replica (a worker joined), or where a better-ranked live
  *   replica exists (handover to the preferred one). It does not take back a shard it handed over for one
  *   lease TTL, so that a slow preferred replica cannot make the lease flap.
@@ -81,6 +90,9 @@ export class ShardCoordinator extends EventEmitter<{
   private readonly led = new Map<number, number>();
   private readonly seenFree = new Set<number>();
   private readonly handedOver = new Map<number, number>();
+  /** Each shard's lease holder as last read (kept while the lease is free). */
+  private readonly lastHolder = new Map<number, string>();
+  private readonly preferredFirstMs: number;
   private timer: NodeJS.Timeout | undefined;
   /** The next pass due before the next tick: another's lease of a shard served here runs out sooner. */
   private soon: NodeJS.Timeout | undefined;
@@ -105,6 +117,7 @@ export class ShardCoordinator extends EventEmitter<{
     this.leases = opts.leases;
     this.deployment = opts.deployment;
     this.tickMs = opts.tickMs ?? 500;
+    this.preferredFirstMs = opts.preferredFirstMs ?? PREFERRED_REPLICA_FIRST_MS;
     this.logger = (opts.logger ?? silentLogger()).child({ component: 'coordinator', worker: this.id });
   }
 
@@ -231,7 +244,7 @@ export class ShardCoordinator extends EventEmitter<{
       const rank = replicas.indexOf(this.id);
       if (rank >= 0) served.add(shard);
       if (rank === 0 && replicas.length === 1) sole.add(shard);
-      work.push(this.decide(shard, rank, leases[shard], now));
+      work.push(this.decide(shard, rank, replicas[0], leases[shard], now));
     }
     this.sole = sole;
     this.passSoon(await Promise.all(work));
@@ -247,7 +260,8 @@ export class ShardCoordinator extends EventEmitter<{
    * of a shard served here runs out then (a dead leader's shard is taken as its lease expires, not
    * up to a tick later), or a free shard this replica leaves to the preferred one for a moment.
    */
-  private async decide(shard: number, rank: number, lease: LeaseRecord | undefined, now: number): Promise<number | undefined> {
+  private async decide(shard: number, rank: number, preferred: string | undefined, lease: LeaseRecord | undefined, now: number): Promise<number | undefined> {
+    if (lease) this.lastHolder.set(shard, lease.owner);
     const token = this.leases.token(shard);
     if (token !== undefined) {
       this.seenFree.delete(shard);
@@ -268,9 +282,11 @@ export class ShardCoordinator extends EventEmitter<{
     }
     const handedOverAt = this.handedOver.get(shard);
     if (handedOverAt !== undefined && now - handedOverAt >= this.leases.ttlMs) this.handedOver.delete(shard);
-    if (rank > 0 && (!this.seenFree.has(shard) || this.handedOver.has(shard))) {
+    // The preferred replica held this lease and let it run out: nobody to leave the shard to.
+    const lapsed = preferred !== undefined && this.lastHolder.get(shard) === preferred;
+    if (rank > 0 && !lapsed && (!this.seenFree.has(shard) || this.handedOver.has(shard))) {
       this.seenFree.add(shard);
-      return this.handedOver.has(shard) ? undefined : PREFERRED_REPLICA_FIRST_MS;
+      return this.handedOver.has(shard) ? undefined : this.preferredFirstMs;
     }
     this.seenFree.delete(shard);
     const acquired = await this.leases.acquire(shard);
@@ -326,6 +342,8 @@ export interface CreateShardCoordinatorOptions extends Omit<MembershipOptions, '
   /** See `LeaseManagerOptions.graceMs`; default 0. */
   leaseGraceMs?: number;
   tickMs?: number;
+  /** See {@link ShardCoordinatorOptions.preferredFirstMs}. */
+  preferredFirstMs?: number;
   logger?: Logger;
 }
 
@@ -334,9 +352,9 @@ export interface CreateShardCoordinatorOptions extends Omit<MembershipOptions, '
  * it. Not started: attach the listeners, then call {@link ShardCoordinator.start}.
  */
 export async function createShardCoordinator(opts: CreateShardCoordinatorOptions): Promise<ShardCoordinator> {
-  const { shards, replicas, membershipTtlMs, leaseTtlMs, leaseGraceMs, tickMs, logger, ...member } = opts;
+  const { shards, replicas, membershipTtlMs, leaseTtlMs, leaseGraceMs, tickMs, preferredFirstMs, logger, ...member } = opts;
   const deployment = await ensureDeployment(opts.redis, opts.prefix, { shards, replicas });
   const membership = new Membership({ ...member, ttlMs: membershipTtlMs, logger });
   const leases = new LeaseManager({ redis: opts.redis, prefix: opts.prefix, owner: membership.id, ttlMs: leaseTtlMs, graceMs: leaseGraceMs, logger });
-  return new ShardCoordinator({ membership, leases, deployment, tickMs, logger });
+  return new ShardCoordinator({ membership, leases, deployment, tickMs, preferredFirstMs, logger });
 }
