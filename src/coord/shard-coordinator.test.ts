@@ -207,6 +207,12 @@ describe('ShardCoordinator', () => {
     crash(victim);
     const taken = () => victimShards.every((shard) => workers.some((w) => w.coordinator.isLeading(shard)));
     await waitUntil(taken, { message: 'the survivors to lead the crashed worker\'s shards' });
+    // Nor hands them back to it while it is still listed: the shards would be leaderless until it dropped out.
+    const takenAt = events.length;
+    for (const w of workers) await w.coordinator.evaluate();
+    for (const w of workers) await w.coordinator.evaluate();
+    expect(events.slice(takenAt).filter((e) => victimShards.includes(e.shard))).toEqual([]);
+    expect(taken()).toBe(true);
   });
 
   it('moves only the shards a joining worker becomes preferred for; the others keep leader and token', async () => {

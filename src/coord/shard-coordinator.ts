@@ -61,7 +61,9 @@ const PREFERRED_REPLICA_FIRST_MS = 150;
  *   runs out (a pass is due then, see {@link passSoon});
  * - releases a lease where it is no longer a replica (a worker joined), or where a better-ranked live
  *   replica exists (handover to the preferred one). It does not take back a shard it handed over for one
- *   lease TTL, so that a slow preferred replica cannot make the lease flap.
+ *   lease TTL, so that a slow preferred replica cannot make the lease flap; and it does not hand a
+ *   shard back, for one membership TTL, to a preferred replica that let the shard's lease run out
+ *   (a dead worker stays in the member list until its record runs out).
  * - acquires nothing for one lease TTL after its connection came back from an outage (a failover):
  *   the holders whose leases ran out meanwhile take them back as they reconnect, and leadership
  *   goes on where it was.
@@ -92,6 +94,13 @@ export class ShardCoordinator extends EventEmitter<{
   private readonly handedOver = new Map<number, number>();
   /** Each shard's lease holder as last read (kept while the lease is free). */
   private readonly lastHolder = new Map<number, string>();
+  /**
+   * Shards taken here from a preferred replica that let its lease run out: its id and when. Not
+   * handed back to it while its membership record may still be the one it wrote before it died
+   * (one membership TTL): a dead leader stays preferred until then, and handing its shards back
+   * would leave them leaderless until it dropped out.
+   */
+  private readonly takenFrom = new Map<number, { preferred: string; at: number }>();
   private readonly preferredFirstMs: number;
   private timer: NodeJS.Timeout | undefined;
   /** The next pass due before the next tick: another's lease of a shard served here runs out sooner. */
@@ -268,8 +277,10 @@ export class ShardCoordinator extends EventEmitter<{
       // Acquisitions only happen in these passes, so a record that is not ours means the lease is gone
       // (expired or lost with Redis data): a renew confirms it and emits `lost` without waiting for the timer.
       if (lease?.token !== token || lease.owner !== this.id) await this.leases.renew(shard);
+      const taken = this.takenFrom.get(shard);
+      if (taken && (rank <= 0 || taken.preferred !== preferred || now - taken.at >= this.membership.ttlMs)) this.takenFrom.delete(shard);
       if (rank < 0) await this.release(shard);
-      else if (rank > 0) {
+      else if (rank > 0 && !this.takenFrom.has(shard)) {
         this.handedOver.set(shard, now);
         await this.release(shard);
       }
@@ -296,6 +307,8 @@ export class ShardCoordinator extends EventEmitter<{
       return undefined;
     }
     this.led.set(shard, acquired);
+    if (rank > 0 && lapsed && preferred !== undefined) this.takenFrom.set(shard, { preferred, at: now });
+    else this.takenFrom.delete(shard);
     this.emit('lead', shard, acquired);
     return undefined;
   }
@@ -317,6 +330,7 @@ export class ShardCoordinator extends EventEmitter<{
   private async release(shard: number): Promise<void> {
     const token = this.led.get(shard);
     this.led.delete(shard);
+    this.takenFrom.delete(shard);
     // Stop acting as the leader before the lease is free for the next one.
     if (token !== undefined) this.emit('unlead', shard, 'released');
     await this.leases.release(shard);
