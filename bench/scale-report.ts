@@ -106,9 +106,9 @@ export function scaleRows(s: ScaleResult): string[][] {
   rows.push([
     'S',
     `scale: kill -9 of the busiest leader${f ? ` (${f.victim}, ${f.victimLeads.length} shards)` : ''}`,
-    f === undefined ? 'not run' : `${f.gaps ? int(f.gaps.vanished) : 'n/a'} copies vanished from B (${f.gaps ? int(f.gaps.services) : 'n/a'} services) in ${seconds(f.watchedMs)}; every shard led after ${f.elapsedMs === undefined ? 'NOT within the deadline' : seconds(f.elapsedMs)} (lease TTL ${seconds(p.leaseTtlMs)}; the victim's leases had ${f.leaseLeftMs === undefined ? 'n/a' : seconds(f.leaseLeftMs)} left)`,
-    '0 copies vanish, every shard led within the lease TTL',
-    `${verdict(f === undefined ? undefined : f.gaps?.vanished === 0 && f.elapsedMs !== undefined && f.elapsedMs <= p.leaseTtlMs)} ${disturbedOf(phase(s, 'failover')?.cpu)}`.trim(),
+    f === undefined ? 'not run' : `${f.gaps ? int(f.gaps.vanished) : 'n/a'} copies vanished from B (${f.gaps ? int(f.gaps.services) : 'n/a'} services) in ${seconds(f.watchedMs)}; every shard led after ${f.elapsedMs === undefined ? 'NOT within the deadline' : seconds(f.elapsedMs)} (lease TTL ${seconds(p.leaseTtlMs)}; the victim's leases had ${f.leaseLeftMs === undefined ? 'n/a' : seconds(f.leaseLeftMs)} left); then ${int(f.laterLeadChanges)} lease(s) taken again, ${int(f.leaderlessSamples)} sample(s) with a shard unled`,
+    '0 copies vanish, every shard led within the lease TTL and kept',
+    `${verdict(f === undefined ? undefined : f.gaps?.vanished === 0 && f.elapsedMs !== undefined && f.elapsedMs <= p.leaseTtlMs && f.laterLeadChanges === 0 && f.leaderlessSamples === 0)} ${disturbedOf(phase(s, 'failover')?.cpu)}`.trim(),
   ]);
   const n = s.newServices;
   rows.push([

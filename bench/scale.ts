@@ -11,7 +11,7 @@ import { ScaleRegistry, wallNow, type GapReport, type RegistrySample } from './s
 import type { ProfileSummary } from './profile-summary.js';
 import { percentiles, type Percentiles } from './stats.js';
 import { WindowProfiles } from './window-profiles.js';
-import { readLeases } from '../src/coord/lease.js';
+import { readLeases, type LeaseRecord } from '../src/coord/lease.js';
 
 /*
  * The scale phase (issue 28): `services` x `instances` ephemeral instances published over gRPC into
@@ -155,6 +155,13 @@ export interface ScaleResult {
         /** The longest time the victim's leases had left when it was killed (read from Redis just before), ms. */
         leaseLeftMs: number | undefined;
         takeovers: Array<{ shard: number; leader: string; ms: number }>;
+        /**
+         * After every shard was led again: leases taken again (a token that changed) and samples of
+         * the leases (every 200 ms while watched) that found a shard without a leader. A takeover
+         * that flaps shows here, not in `elapsedMs`.
+         */
+        laterLeadChanges: number;
+        leaderlessSamples: number;
         /** When A's SubscribeServiceRequests stopped growing after the kill (the new leaders' watches made), ms from the kill. */
         resubscribedMs: number | undefined;
         gaps: GapReport | undefined;
@@ -719,6 +726,7 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
     vw.killed = true;
     const takeovers: Array<{ shard: number; leader: string; ms: number }> = [];
     let failedOverAt: number | undefined;
+    let ledAt: Array<LeaseRecord | undefined> = [];
     while (left() > 0) {
       const asked = performance.now();
       const leases = await leasesNow();
@@ -728,6 +736,7 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
       });
       if (leases.every((lease) => lease !== undefined && survivors.includes(lease.owner))) {
         failedOverAt = now;
+        ledAt = leases;
         break;
       }
       await delay(Math.max(0, 20 - (performance.now() - asked)));
@@ -740,7 +749,19 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
     let lastSubscribes = subscribes();
     let grewAt = performance.now();
     const watchUntil = killedAt + Math.max(10_000, 2 * params.leaseTtlMs);
+    let laterLeadChanges = 0;
+    let leaderlessSamples = 0;
     while (left() > 0 && performance.now() - killedAt < 300_000) {
+      if (failedOverAt !== undefined) {
+        const leases = await leasesNow().catch(() => undefined);
+        leases?.forEach((lease, shard) => {
+          if (lease === undefined) leaderlessSamples += 1;
+          else if (lease.token !== ledAt[shard]?.token) {
+            laterLeadChanges += 1;
+            ledAt[shard] = lease;
+          }
+        });
+      }
       if (subscribes() !== lastSubscribes) {
         lastSubscribes = subscribes();
         grewAt = performance.now();
@@ -757,6 +778,8 @@ export async function measureScale(params: ScaleParams, deadlineMs: number, prog
       elapsedMs: failedOverAt === undefined ? undefined : failedOverAt - killedAt,
       leaseLeftMs,
       takeovers: takeovers.sort((x, y) => x.ms - y.ms),
+      laterLeadChanges,
+      leaderlessSamples,
       resubscribedMs,
       gaps,
       watchedMs: performance.now() - killedAt,
