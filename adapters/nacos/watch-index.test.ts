@@ -4,10 +4,16 @@ import { WatchIndex } from './watch-index.js';
 
 const watch = (namespaceId: string, group: string, name: string, tag = ''): { ref: ServiceRef; tag: string } => ({ ref: { namespaceId, group, name }, tag });
 const tags = (ws: Array<{ tag: string }>): string[] => ws.map((w) => w.tag);
+/** An index holding `watches`, added in order. */
+function indexOf(...watches: Array<ReturnType<typeof watch>>): WatchIndex<ReturnType<typeof watch>> {
+  const index = new WatchIndex<ReturnType<typeof watch>>();
+  for (const w of watches) index.add(w);
+  return index;
+}
 
 describe('WatchIndex', () => {
   it('finds a watch by namespace, group and name, and no other', () => {
-    const index = new WatchIndex<ReturnType<typeof watch>>();
+    const index = indexOf();
     const orders = watch('public', 'G', 'orders', 'a');
     index.add(orders);
     expect(index.get({ namespaceId: 'public', group: 'G', name: 'orders' })).toBe(orders);
@@ -21,13 +27,10 @@ describe('WatchIndex', () => {
   });
 
   it('holds one watch per namespace of a name, in the order they came, and forgets each alone', () => {
-    const index = new WatchIndex<ReturnType<typeof watch>>();
     const pub = watch('public', 'G', 'orders', 'public');
     const dev = watch('dev', 'G', 'orders', 'dev');
     const test = watch('test', 'G', 'orders', 'test');
-    index.add(pub);
-    index.add(dev);
-    index.add(test);
+    const index = indexOf(pub, dev, test);
     expect(tags(index.named('G', 'orders'))).toEqual(['public', 'dev', 'test']);
     expect(index.get({ namespaceId: 'dev', group: 'G', name: 'orders' })).toBe(dev);
     expect(index.size).toBe(3);
@@ -45,7 +48,7 @@ describe('WatchIndex', () => {
   });
 
   it('replaces a watch of the same service, and deleting a watch that is not the one held changes nothing', () => {
-    const index = new WatchIndex<ReturnType<typeof watch>>();
+    const index = indexOf();
     const first = watch('public', 'G', 'orders', 'first');
     const second = watch('public', 'G', 'orders', 'second');
     index.add(first);
@@ -62,13 +65,9 @@ describe('WatchIndex', () => {
   });
 
   it('answers lists of its own: changing the index while going through it skips nothing', () => {
-    const index = new WatchIndex<ReturnType<typeof watch>>();
     const x = watch('a', 'G', 'orders', 'x');
     const y = watch('b', 'G', 'orders', 'y');
-    const z = watch('a', 'G', 'users', 'z');
-    index.add(x);
-    index.add(y);
-    index.add(z);
+    const index = indexOf(x, y, watch('a', 'G', 'users', 'z'));
     const named: string[] = [];
     for (const w of index.named('G', 'orders')) {
       index.delete(y);

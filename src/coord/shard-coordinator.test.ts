@@ -101,6 +101,18 @@ function waitConverged(message: string, timeoutMs = 15_000): Promise<Map<number,
   return waitUntil(converged, { message, timeoutMs });
 }
 
+/** Starts three workers, crashes one that leads shards, and waits until the survivors lead them all. */
+async function crashLeaderUntilTaken(timings: Parameters<typeof startWorker>[1]): Promise<{ victimShards: number[]; taken: () => boolean }> {
+  await Promise.all(['worker-a', 'worker-b', 'worker-c'].map((id) => startWorker(id, timings)));
+  await waitConverged('3 workers to converge');
+  const victim = workers.find((w) => w.coordinator.ledShards().length > 0)!;
+  const victimShards = victim.coordinator.ledShards();
+  crash(victim);
+  const taken = () => victimShards.every((shard) => workers.some((w) => w.coordinator.isLeading(shard)));
+  await waitUntil(taken, { message: 'the survivors to lead the crashed worker\'s shards' });
+  return { victimShards, taken };
+}
+
 function shardsWhere(test: (shard: number) => boolean): number[] {
   return Array.from({ length: SHARDS }, (_, shard) => shard).filter(test);
 }
@@ -185,28 +197,14 @@ describe('ShardCoordinator', () => {
 
   it('takes a crashed leader\'s shards as their leases run out, without waiting for the next tick', async () => {
     // No tick and no membership change within the test: only the leases running out can start a pass.
-    const slow = { tickMs: 600_000, membershipTtlMs: 600_000 };
-    await Promise.all(['worker-a', 'worker-b', 'worker-c'].map((id) => startWorker(id, slow)));
-    await waitConverged('3 workers to converge');
-    const victim = workers.find((w) => w.coordinator.ledShards().length > 0)!;
-    const victimShards = victim.coordinator.ledShards();
-    crash(victim);
-    const taken = () => victimShards.every((shard) => workers.some((w) => w.coordinator.isLeading(shard)));
-    await waitUntil(taken, { message: 'the survivors to lead the crashed worker\'s shards' });
+    await crashLeaderUntilTaken({ tickMs: 600_000, membershipTtlMs: 600_000 });
   });
 
   it('does not leave a shard to a preferred replica that let its own lease run out', async () => {
     // The crashed leader stays in the membership (its record outlives the test) and so stays the
     // preferred replica of its shards; a survivor waiting for it to take a free shard back would
     // wait preferredFirstMs (here longer than the test) on top of the lease's TTL.
-    const slow = { tickMs: 600_000, membershipTtlMs: 600_000, preferredFirstMs: 600_000 };
-    await Promise.all(['worker-a', 'worker-b', 'worker-c'].map((id) => startWorker(id, slow)));
-    await waitConverged('3 workers to converge');
-    const victim = workers.find((w) => w.coordinator.ledShards().length > 0)!;
-    const victimShards = victim.coordinator.ledShards();
-    crash(victim);
-    const taken = () => victimShards.every((shard) => workers.some((w) => w.coordinator.isLeading(shard)));
-    await waitUntil(taken, { message: 'the survivors to lead the crashed worker\'s shards' });
+    const { victimShards, taken } = await crashLeaderUntilTaken({ tickMs: 600_000, membershipTtlMs: 600_000, preferredFirstMs: 600_000 });
     // Nor hands them back to it while it is still listed: the shards would be leaderless until it dropped out.
     const takenAt = events.length;
     for (const w of workers) await w.coordinator.evaluate();
